@@ -321,25 +321,26 @@ def _bin_tensors(weights: Path) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def check_tied_files(weights: Path) -> None:
-    """``check_tied_head`` of a tied checkpoint's two tensors as its files hold them, before
+def check_tied_files(weights: Path, embedding: str = "model.embed_tokens.weight") -> None:
+    """``check_tied_head`` of a tied checkpoint's two tensors as its files hold them (the
+    head and the tensor named ``embedding``: GPT-2's ``transformer.wte.weight``), before
     any model is built (``attnlab train lm --init`` refuses such a directory before its run
     directory exists): read from safetensors files, or mapped from ``pytorch_model.bin`` files
     (zip form; an old pickle-only file is checked as its weights load)."""
-    names = ("lm_head.weight", "model.embed_tokens.weight")
+    names = ("lm_head.weight", embedding)
     if _stored_shapes(weights) is None:
         return  # a damaged header: named as the weights load
     if weights.suffix == ".safetensors" or weights.name.endswith(".safetensors.index.json"):
         with SafetensorsTensors(weight_files(weights)) as tensors:
             if all(n in tensors for n in names):
-                check_tied_head(*(tensors.read(n) for n in names))
+                check_tied_head(*(tensors.read(n) for n in names), embedding)
         return
     try:  # mapped: only the two tensors' bytes are read
         found = {n: t for n, t in _bin_tensors(weights).items() if n in names}
     except (RuntimeError, OSError, ValueError):
         return  # not a zip file: read and checked as the model loads
     if len(found) == 2:
-        check_tied_head(*(found[n] for n in names))
+        check_tied_head(*(found[n] for n in names), embedding)
 
 
 @torch.no_grad()
@@ -351,12 +352,13 @@ def _check_tied_head(model: nn.Module, tensors: SafetensorsTensors) -> None:
         check_tied_head(tensors.read("lm_head.weight"), model.token_embedding.weight)
 
 
-def check_tied_head(head: torch.Tensor, embedding: torch.Tensor) -> None:
+def check_tied_head(head: torch.Tensor, embedding: torch.Tensor,
+                    name: str = "model.embed_tokens.weight") -> None:
     """``ValueError`` naming ``tie_word_embeddings`` where a checkpoint whose config.json ties
-    the head holds a ``head`` of other values than its ``embedding``."""
+    the head holds a ``head`` of other values than its ``embedding`` (the tensor ``name``)."""
     if head is not embedding and not torch.equal(head.to(embedding.dtype), embedding):
         raise ValueError("tie_word_embeddings is true but the weights hold an lm_head.weight "
-                         "that differs from model.embed_tokens.weight (transformers reads "
+                         f"that differs from {name} (transformers reads "
                          "the two untied): set tie_word_embeddings to false in config.json")
 
 

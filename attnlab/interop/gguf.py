@@ -35,6 +35,7 @@ scales are not read there once dequantised, ``_check_finite``, after the run has
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,7 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
     name = f"{flag} {path}" if flag else str(path)
     p = Path(path).expanduser()
     reader = _reader(p, name)
-    _check_whole(reader, name)  # (a later part has no general.architecture)
+    _check_whole(reader, name, p)  # (a later part has no general.architecture)
     architecture = _field(reader, "general.architecture")
     if model_types is not None and architecture not in model_types:
         raise UsageError(f"{name}: architecture {architecture!r} (general.architecture) is not "
@@ -190,17 +191,21 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
     return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
 
 
-def _check_whole(reader, name: str) -> None:
+def _check_whole(reader, name: str, path: Path) -> None:
     """A one-line refusal of one part of a model split over several files (llama.cpp's
     ``gguf-split``, how the largest models are shared: ``split.count`` in each part's
-    metadata), which holds only some of its tensors: attnlab reads one file."""
+    metadata), which holds only some of its tensors: attnlab reads one file. The merge
+    command it gives names the first part as ``gguf-split`` names it (``-00001-of-NNNNN``),
+    which ``llama-gguf-split --merge`` must be given."""
     count = _field(reader, "split.count")
     if count is not None and int(count) > 1:
         part = int(_field(reader, "split.no") or 0) + 1
-        raise UsageError(f"{name} is part {part} of {int(count)} of a model split over "
-                         f"{int(count)} files (split.count); attnlab reads one file: merge the "
-                         f"parts with llama.cpp's llama-gguf-split --merge FIRST_PART OUT.gguf "
-                         f"and pass OUT.gguf")
+        first = path.with_name(re.sub(r"-\d{5}-of-(\d{5})\.gguf$", r"-00001-of-\1.gguf",
+                                      path.name))
+        raise UsageError(f"{name} is part {part} of a model split over {int(count)} files "
+                         f"(split.count); attnlab reads one file: merge the parts with "
+                         f"llama.cpp's llama-gguf-split --merge {first} OUT.gguf and pass "
+                         f"OUT.gguf")
 
 
 def _check_tensors(reader, architecture: str, config: dict[str, Any], name: str) -> None:

@@ -106,7 +106,8 @@ def _gpt2_to_causal_lm(hf, *, release: bool = False) -> nn.Module:
     ``hf``'s parameters is given up once read (a GGUF file's model, read only to be converted),
     so the two models are not both whole in memory."""
     from ..models.causal_lm import CausalLM, CausalLMConfig
-    from .weights import materialize, parameters_on_meta
+    from .direct_read import check_tied_head
+    from .weights import materialize, parameters_on_meta, reader
 
     c = hf.config
     if not getattr(c, "scale_attn_weights", True) or getattr(c, "scale_attn_by_inverse_layer_idx", False):
@@ -121,8 +122,11 @@ def _gpt2_to_causal_lm(hf, *, release: bool = False) -> nn.Module:
             tie_weights=bool(getattr(c, "tie_word_embeddings", True)), positional="learned",
             activation=_activation(c.activation_function, "gpt2"),
             layer_norm_eps=c.layer_norm_epsilon))
-    materialize(model, torch.float32)
-    take = _gpt2_reader(hf, release=release)
+    if model.config["tie_weights"]:  # transformers unties a head the checkpoint holds apart
+        check_tied_head(hf.get_output_embeddings().weight, hf.get_input_embeddings().weight,
+                        "transformer.wte.weight")
+    materialize(model, torch.get_default_dtype())  # (float64 under set_default_dtype)
+    take = reader(hf, release=release)
     take("transformer.wte.weight", model.token_embedding.weight)
     take("transformer.wpe.weight", model.positional_encoding.embedding.weight)
     for i, ours in enumerate(model.decoder.layers):
@@ -143,33 +147,6 @@ def _gpt2_to_causal_lm(hf, *, release: bool = False) -> nn.Module:
     if not model.config["tie_weights"]:
         take("lm_head.weight", model.lm_head.weight)
     return model
-
-
-def _gpt2_reader(hf, *, release: bool):
-    """``take(name, out=None, transposed=False)``: ``hf``'s parameter ``name`` (a tied one
-    listed once; ``transposed``: a Conv1D weight, (in, out), as ``nn.Linear``'s (out, in)),
-    copied into ``out`` or returned; ``release``: given up once taken, its memory becoming
-    ``out``'s where it fits as it is (``llama._reader``'s way: transformers' GGUF reader gives
-    a Conv1D weight as the transpose of a contiguous matrix), else freed with the tensor
-    returned."""
-    theirs = dict(hf.named_parameters())
-
-    @torch.no_grad()
-    def take(name: str, out: torch.Tensor | None = None, *,
-             transposed: bool = False) -> torch.Tensor:
-        tensor = (theirs.pop(name) if release else theirs[name]).detach()
-        tensor = tensor.T if transposed else tensor
-        if release:
-            hf.get_parameter(name).data = torch.empty(0)
-        if out is None:
-            return tensor
-        if (release and tensor.dtype == out.dtype and tensor.shape == out.shape
-                and tensor.is_contiguous()):
-            return out.set_(tensor)
-        _copy(out, tensor)
-        return out
-
-    return take
 
 
 def to_hf(model: nn.Module, *, bos_token_id: int | None = None,

@@ -17,7 +17,7 @@ from torch import nn
 from .direct_read import (causal_lm_on_meta, check_tied_head, check_zero_biases, read_named,
                           write_named)
 from .llama_config import LLAMA_CLASSES, llama_family_config
-from .weights import materialize
+from .weights import materialize, reader
 
 __all__ = ["causal_lm_of", "llama_family_of"]
 
@@ -39,29 +39,8 @@ def causal_lm_of(hf, *, release: bool = False) -> nn.Module:
     if model.config.tie_weights:  # transformers unties a head the checkpoint holds apart
         check_tied_head(hf.get_output_embeddings().weight, hf.get_input_embeddings().weight)
     materialize(model, torch.float32)
-    read_named(model, _reader(hf, release=release))
+    read_named(model, reader(hf, release=release))
     return model
-
-
-def _reader(hf, *, release: bool):
-    """``read_named``'s ``read(name, out=None)`` of ``hf``'s tensors by Hugging Face name;
-    ``release``: the parameter read is given up (its memory freed when the tensor returned
-    is), which a tied head shares with the embedding, read once."""
-    theirs = hf.state_dict()  # (tensors sharing the parameters' memory)
-
-    @torch.no_grad()
-    def read(name: str, out: torch.Tensor | None = None) -> torch.Tensor:
-        tensor = theirs.pop(name) if release else theirs[name]
-        if not release:
-            return tensor if out is None else out.copy_(tensor)
-        hf.get_parameter(name).data = torch.empty(0)
-        if out is None:  # q, k or v, stacked by set_qkv into memory of its own
-            return tensor
-        if tensor.dtype == out.dtype and tensor.is_contiguous():
-            return out.set_(tensor)  # its memory is ours now, its untouched memory given up
-        return out.copy_(tensor)
-
-    return read
 
 
 def llama_family_of(model: nn.Module, *, qkv_bias_as: str | None = None, **ids: int | None):

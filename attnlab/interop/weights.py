@@ -30,7 +30,7 @@ from torch.overrides import TorchFunctionMode
 from ..activation_names import ACT_FROM_HF, ACT_TO_HF
 from ..activation_names import hf_activation as activation
 
-__all__ = ["ACT_FROM_HF", "ACT_TO_HF", "activation", "copy", "copy_linear", "copy_norm",
+__all__ = ["ACT_FROM_HF", "ACT_TO_HF", "activation", "copy", "copy_linear", "copy_norm", "reader",
            "SafetensorsTensors", "parameters_on_meta", "materialize", "TORCH_DTYPES"]
 
 # safetensors' dtype names -> torch's (the floating ones a checkpoint's weights use, and ints)
@@ -48,6 +48,42 @@ def copy(dst: Tensor, src: Tensor) -> None:
     if dst.shape != src.shape:
         raise ValueError(f"shape mismatch while converting: {tuple(src.shape)} -> {tuple(dst.shape)}")
     dst.copy_(src)
+
+
+def reader(hf: nn.Module, *, release: bool):
+    """``read(name, out=None, *, transposed=False)`` of a Hugging Face model ``hf``'s tensors
+    by name: the tensor (``transposed``: a GPT-2 Conv1D weight, (in, out), as ``nn.Linear``'s
+    (out, in)), copied into ``out`` (shapes checked) when given, else returned.
+
+    Args:
+        hf: the model read from (a tied head shares the embedding's memory: read once).
+        release: each parameter is given up once read, so that a model read only to be
+            converted (a GGUF file's) and ours are not both whole in memory: its memory
+            becomes ``out``'s where it fits as it is (same dtype and shape, contiguous:
+            transformers' GGUF reader gives a Conv1D weight as the transpose of a contiguous
+            matrix), else it is freed with the tensor returned or copied. ``hf`` is then of
+            no further use.
+
+    Returns:
+        ``read``, which returns ``out`` or the tensor.
+    """
+    theirs = hf.state_dict()  # (tensors sharing the parameters' memory)
+
+    @torch.no_grad()
+    def read(name: str, out: Tensor | None = None, *, transposed: bool = False) -> Tensor:
+        tensor = theirs.pop(name) if release else theirs[name]
+        tensor = tensor.T if transposed else tensor
+        if release:
+            hf.get_parameter(name).data = torch.empty(0)
+        if out is None:  # (q, k or v: stacked by set_qkv into memory of its own)
+            return tensor
+        if (release and tensor.dtype == out.dtype and tensor.shape == out.shape
+                and tensor.is_contiguous()):
+            return out.set_(tensor)  # its memory is ours now, its untouched memory given up
+        copy(out, tensor)
+        return out
+
+    return read
 
 
 def copy_linear(dst: nn.Linear, weight: Tensor, bias: Tensor | None) -> None:

@@ -1,6 +1,7 @@
 """GGUF files written here for the interop tests, as llama.cpp writes them: the tokenizer and
 chat template in the metadata (``_add_tokenizer``), and a Llama-family model's tensors under
-llama.cpp's names, float or block-quantised (``write_llama_gguf``). Not a test module: the GGUF
+llama.cpp's names, float or block-quantised (``write_llama_gguf``), and a 53M-parameter Llama
+of random Q8_0 matrices for the memory tests (``write_big_llama``). Not a test module: the GGUF
 tests import it (``gguf`` is skipped where it is not installed)."""
 import json
 import math
@@ -154,3 +155,34 @@ def write_llama_gguf(path, hf, tok, *, arch, types=None, changed=None):
             a = _permute(a, heads, inverse=True)  # back to transformers' order
         stored[name] = torch.from_numpy(np.ascontiguousarray(a)).float()
     return _close(w, path), stored
+
+
+def write_big_llama(path, tok):
+    """A Llama of 53M parameters (213 MB in float32) in Q8_0 (56 MB), its matrices random, its
+    norms ones, beside ``tok``: its path and parameter count."""
+    import transformers
+
+    config = transformers.LlamaConfig(
+        vocab_size=len(tok), max_position_embeddings=256, hidden_size=768,
+        intermediate_size=2048, num_hidden_layers=8, num_attention_heads=12,
+        num_key_value_heads=4, tie_word_embeddings=False)
+    with torch.device("meta"):  # its names and shapes, no memory
+        shapes = {k: tuple(v.shape) for k, v in
+                  transformers.LlamaForCausalLM(config).state_dict().items()}
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_context_length(256)
+    w.add_embedding_length(768)
+    w.add_block_count(8)
+    w.add_feed_forward_length(2048)
+    w.add_head_count(12)
+    w.add_head_count_kv(4)
+    w.add_layer_norm_rms_eps(1e-5)
+    _add_tokenizer(w, tok, None)
+    rng = np.random.default_rng(0)
+    for name, shape in shapes.items():
+        a = rng.standard_normal(shape, dtype=np.float32) * 0.02
+        if a.ndim == 2:
+            w.add_tensor(_gguf_name(name), gguf.quants.quantize(a, Q.Q8_0), raw_dtype=Q.Q8_0)
+        else:
+            w.add_tensor(_gguf_name(name), np.ones(shape, np.float32))
+    return _close(w, path), sum(int(np.prod(s)) for s in shapes.values())

@@ -292,6 +292,45 @@ def test_weights_that_do_not_match_the_config_are_refused(dirs, tmp_path):
     _refused(d, "lm", "holds tensors that", "does not describe", "h.1.")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["safetensors", "bin"])
+def test_a_tied_gpt2_config_with_a_head_of_other_values_is_refused(tmp_path, capsys, form):
+    """config.json says tie_word_embeddings but the weights hold an lm_head.weight of their
+    own: transformers reads the two untied, attnlab read the embedding as the head (logits
+    0.5 off, silently). Refused in one line naming the key, by read_checkpoint, generate and
+    train --init (before its run directory); a head equal to the embedding still reads."""
+    from attnlab.cli import main
+
+    d = save_gpt2(tmp_path / "untied", tie_word_embeddings=False)
+    if form == "bin":
+        from safetensors.torch import load_file
+
+        torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
+        (d / "model.safetensors").unlink()
+    _edit_config(d, tie_word_embeddings=True)
+    _refused(d, "lm", "tie_word_embeddings is true", "transformer.wte.weight")
+    assert main(["generate", str(d), "--prompt", "the"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tie_word_embeddings is true" in err, err
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--max-steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--init {d}: tie_word_embeddings is true" in err, err
+    assert not out.exists()
+    same = save_gpt2(tmp_path / "same", tie_word_embeddings=False)
+    hf = transformers.GPT2LMHeadModel.from_pretrained(same)
+    with torch.no_grad():
+        hf.lm_head.weight.copy_(hf.transformer.wte.weight)
+    hf.save_pretrained(same)
+    _edit_config(same, tie_word_embeddings=True)
+    ckpt = read_checkpoint(same, task="lm")
+    ids = torch.randint(0, 300, (2, 5))
+    with torch.no_grad():
+        assert_close(ckpt.model(ids), hf.eval()(ids).logits, **TOL)
+
+
 def test_a_tokenizer_larger_than_the_embedding_is_refused(tmp_path):
     d = save_gpt2(tmp_path / "small-embedding", extra_rows=-10)
     message = _refused(d, "lm", "the tokenizer has", "rows")

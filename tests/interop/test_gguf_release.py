@@ -1,7 +1,7 @@
 """``from_hf(hf, release=True)`` (``llama.causal_lm_of(hf, release=True)`` for the Llama
 family), which ``read_checkpoint`` of a ``.gguf`` file (``--init FILE.gguf``) converts with, the
 ``transformers`` model read from the file given up tensor by tensor as attnlab's takes its
-tensors (``test_gguf_memory`` and ``test_gguf_memory_init`` measure the memory it saves): the
+tensors (``test_gguf_memory_init`` measures the memory it saves): the
 same model as a plain conversion, within float32 rounding (atol = rtol = 1e-5). GPT-2's Conv1D
 weights are read whether stored as (in, out) or, as transformers' GGUF reader gives them, as
 the transpose of an (out, in) matrix.

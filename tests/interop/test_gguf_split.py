@@ -45,5 +45,6 @@ def test_a_part_of_a_split_model_is_one_line_naming_it_and_nothing_is_written(
     assert [p.name for p in parts] == ["model-00001-of-00002.gguf", "model-00002-of-00002.gguf"]
     path = parts[which]
     _refused(capsys, _argvs(path, tmp_path)[command], str(path),
-             f"is part {which + 1} of 2 of a model split over 2 files", "--merge",
+             f"is part {which + 1} of a model split over 2 files",
+             f"--merge {parts[0]} OUT.gguf",
              out=tmp_path / "run")

@@ -56,6 +56,24 @@ def test_gpt2_untied_head_is_copied():
         assert_close(ours(ids), hf(ids).logits, **TOL)
 
 
+def test_gpt2_converts_in_the_default_dtype():
+    """Under torch.set_default_dtype(torch.float64) a GPT-2 converts to float64, its logits
+    those of the float64 transformers model (it had become float32 whatever the default)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        hf = tiny_gpt2()
+        model = from_hf(hf)
+        ids = torch.randint(0, 97, (2, 7))
+        with torch.no_grad():
+            logits = model(ids)
+            reference = hf(ids).logits
+    finally:
+        torch.set_default_dtype(previous)
+    assert {p.dtype for p in model.parameters()} == {torch.float64}
+    assert_close(logits, reference, atol=1e-10, rtol=1e-10)
+
+
 def test_gpt2_greedy_generations_identical():
     hf = tiny_gpt2()
     ours = from_hf(hf)

@@ -432,8 +432,9 @@ def _check_files(cfg: dict[str, Any]) -> None:
     try:
         check_twin_weights(weights)
         refuse_incomplete(source, weights, *compare(config, weights))
-        if llama and cfg.get("tie_weights"):
-            direct_read.check_tied_files(weights)
+        if cfg.get("tie_weights"):
+            direct_read.check_tied_files(
+                weights, "model.embed_tokens.weight" if llama else "transformer.wte.weight")
     except (UsageError, ValueError) as e:
         raise UsageError(f"--init {source}: {e}") from None
 
