@@ -327,7 +327,7 @@ def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
     made absolute as a new run records them, so that evaluate finds them from anywhere. A
     file at another path that is missing, or whose bytes are not the recorded ones, is refused
     here, naming the file the run started on (the task's own check would call it "gone" or
-    "changed")."""
+    "changed"); so is a prepared corpus given as a file."""
     from ..runs import file_digest
 
     pinned, moved = pinned_data(saved), {}
@@ -342,6 +342,9 @@ def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
                        f"is now, or start a new run")
             if not new.exists():
                 raise UsageError(f"--{key} {given[key]} not found; {started}")
+            if not isinstance(digest, str) and not new.is_dir():
+                raise UsageError(f"--{key} {given[key]} is not a prepared corpus (a directory "
+                                 f"made by `attnlab prepare`); {started}")
             same = (file_digest(new) == digest if isinstance(digest, str) else
                     all((new / name).is_file() and file_digest(new / name) == held
                         for name, held in digest.items()))
