@@ -119,13 +119,18 @@ def log_behind_note(run_dir: Path) -> str | None:
     rows = _rows(log)
     if any(_holds(row, step, metrics) for row in rows):
         return None
-    before = [s for s in (_step(row) for row in rows) if s is not None and s <= step]
-    last = max(before, default=0)
-    had = (f"its last row up to it is of step {last}" if last
-           else "it has no row up to it" if log.is_file() else "it is missing")
+    steps = [s for s in (_step(row) for row in rows) if s is not None]
+    ckpt = checkpoint_file(run_dir, "last")
+    if step in steps:  # a row of that step, of other numbers: no gap, but not this run's row
+        return (f"warning: --resume: {log}'s row of step {step} holds other numbers than the "
+                f"validation at step {step} that {ckpt} holds (another run's log?): the "
+                f"resumed run's log keeps its rows up to step {step}")
+    last = max((s for s in steps if s < step), default=0)
+    had = (f"its last row before it is of step {last}" if last
+           else "it has no row before it" if log.is_file() else "it is missing")
     return (f"warning: --resume: {log} has no row of the validation at step {step} that "
-            f"{checkpoint_file(run_dir, 'last')} holds ({had}): the log is older than the "
-            f"checkpoint (copied before it?), so the resumed run's log has no rows of steps "
+            f"{ckpt} holds ({had}): the log is older than the checkpoint (copied before "
+            f"it?), so the resumed run's log has no rows of steps "
             f"{last + 1}-{state['global_step']}")
 
 

@@ -118,7 +118,7 @@ def test_resume_names_a_log_older_than_the_checkpoint(moments, tmp_path, capsys,
         lines = csv.read_text().splitlines(keepends=True)
         csv.write_text("".join(line for line in lines
                                if not line[0].isdigit() or int(line.split(",")[0]) <= 8))
-        had = "its last row up to it is of step 8"
+        had = "its last row before it is of step 8"
     else:
         csv.unlink()
         had = "it is missing"
@@ -129,6 +129,32 @@ def test_resume_names_a_log_older_than_the_checkpoint(moments, tmp_path, capsys,
             f"{run}/checkpoints/last.ckpt holds ({had})") in err
     first = 9 if log == "cut short" else 1
     assert f"the resumed run's log has no rows of steps {first}-20" in err
+
+
+@pytest.mark.slow
+def test_resume_names_a_log_whose_row_at_the_checkpoint_holds_other_numbers(moments, tmp_path,
+                                                                           capsys):
+    """Another run's log: it has a row of the checkpoint's validation step, of other numbers."""
+    import csv
+
+    run = _copy(moments, tmp_path)
+    (run / "model.safetensors").unlink()  # copied before the run finished
+    (run / "metrics.json").unlink()
+    log = run / "logs" / "metrics.csv"
+    with open(log, newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(r for r in rows if r["step"] == "20" and r["val_loss"])
+    row["val_loss"] = str(float(row["val_loss"]) + 1)
+    with open(log, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "22"]) == 0
+    err = capsys.readouterr().err
+    assert (f"warning: --resume: {log}'s row of step 20 holds other numbers than the validation "
+            f"at step 20 that {run}/checkpoints/last.ckpt holds (another run's log?)") in err
+    assert "no rows of steps" not in err
 
 
 @pytest.mark.slow
