@@ -508,8 +508,17 @@ _CHANGED = {  # purpose: (since when, why a changed file matters, what to do ins
     "evaluate": ("was trained", "the test rows read from it again would not be the held-out ones",
                  "evaluate on a file of your choice with --data FILE"),
     "resume": ("started", "its splits would not be the ones trained on so far",
-               "put the file back or start a new run"),
+               "put the {what} back or start a new run"),
 }
+
+
+def data_gone(key: str, path: str | Path, *, purpose: str, what: str = "file") -> UsageError:
+    """The error of a run's data ``path`` (``what``: "file", or "corpus") that is no longer
+    there, given to ``--key`` on ``purpose`` ("resume": it may be given where it is now)."""
+    when, _, remedy = _CHANGED[purpose]
+    moved = f"give --{key} where it is now, " if purpose == "resume" else ""
+    return UsageError(f"--{key} {path} (the {what} this run {when} on) is gone; "
+                      f"{moved}{remedy.format(what=what)}")
 
 
 def check_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str] | None, *,
@@ -523,12 +532,11 @@ def check_data_files(paths: Mapping[str, str | None], recorded: Mapping[str, str
     for key, digest in (recorded or {}).items():
         path = Path(paths[key])
         if not path.exists():  # a file, or a datasets directory
-            moved = f"give --{key} where it is now, " if purpose == "resume" else ""
-            raise UsageError(f"--{key} {path} (the file this run {when} on) is gone; "
-                             f"{moved}{remedy}")
+            raise data_gone(key, path, purpose=purpose)
         if not digest_holds(path, file_digest(path), digest):
             raise UsageError(f"--{key} {path} changed since this run {when} (its SHA-256 "
-                             f"differs from config.yaml's data_sha256), so {why}; {remedy}")
+                             f"differs from config.yaml's data_sha256), so {why}; "
+                             f"{remedy.format(what='file')}")
 
 
 def check_test_files(paths: Mapping[str, str | None], recorded: Mapping[str, str] | None

@@ -48,11 +48,30 @@ def checkpoint_state(run_dir: str | Path) -> dict[str, Any] | None:
 def final_steps(run_dir: str | Path) -> int | None:
     """The steps ``metrics.json`` says the finished run trained, or None (no such file, or
     no whole number of steps in it)."""
+    return _saved(run_dir)["steps"]
+
+
+def _saved(run_dir: str | Path) -> dict[str, Any]:
+    """``explorer.record.saved_weights`` of ``run_dir``'s ``metrics.json``: the steps the run
+    trained and the step of its ``model.safetensors`` (``best_step`` after ``--keep-best``),
+    both None where no ``metrics.json`` with whole ``steps`` is read."""
+    from ..explorer.record import saved_weights
+
     try:
-        steps = json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8"))["steps"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+        metrics = json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        metrics = None
+    if not isinstance(metrics, dict) or isinstance(metrics.get("steps"), bool):
+        metrics = {}
+    return saved_weights(metrics)
+
+
+def _weights_words(run_dir: Path, saved: dict[str, Any]) -> str:
+    """``run_dir``'s ``model.safetensors`` as ``explorer.record.weights_text`` words it
+    ("RUN/model.safetensors: step 10 of 20, the best val_loss (1.25)")."""
+    from ..explorer.record import weights_text
+
+    return f"{run_dir}/{weights_text({'weights': saved})}"
 
 
 def refuse_older_checkpoint(run_dir: Path) -> None:
@@ -60,14 +79,15 @@ def refuse_older_checkpoint(run_dir: Path) -> None:
     ``metrics.json`` and ``model.safetensors`` were written after (the checkpoint copied
     before the run finished) is refused: it would train again from that earlier step and, at
     its end, write over the finished run's weights and numbers."""
-    state, steps = checkpoint_state(run_dir), final_steps(run_dir)
+    state, saved = checkpoint_state(run_dir), _saved(run_dir)
+    steps = saved["steps"]
     if state is None or steps is None or state["global_step"] >= steps:
         return
     raise UsageError(f"--resume: {checkpoint_file(run_dir, 'last')} is of step "
-                     f"{state['global_step']}, but {run_dir}/metrics.json and model.safetensors "
-                     f"are of step {steps}: the checkpoint is older than the run (copied before "
-                     f"it finished?), and resuming from it would train steps "
-                     f"{state['global_step'] + 1}-{steps} again and replace the finished "
+                     f"{state['global_step']}, but {run_dir}/metrics.json is of step {steps} "
+                     f"({_weights_words(run_dir, saved)}): the checkpoint is older than the "
+                     f"run (copied before it finished?), and resuming from it would train "
+                     f"steps {state['global_step'] + 1}-{steps} again and replace the finished "
                      f"weights; copy checkpoints/last.ckpt again from where the run trained")
 
 
@@ -75,13 +95,14 @@ def newer_checkpoint_note(run_dir: Path) -> str | None:
     """For a command using ``model.safetensors``: a note when the run's checkpoint is of a
     later step than ``metrics.json``'s (a finished run resumed with a raised budget, still
     training or interrupted, or copied while it trained), naming both; else None."""
-    state, steps = checkpoint_state(run_dir), final_steps(run_dir)
+    state, saved = checkpoint_state(run_dir), _saved(run_dir)
+    steps = saved["steps"]
     if state is None or steps is None or state["global_step"] <= steps:
         return None
-    return (f"note: {run_dir}/model.safetensors is of step {steps} (metrics.json), but "
+    return (f"note: evaluating {_weights_words(run_dir, saved)} (metrics.json), but "
             f"{checkpoint_file(run_dir, 'last')} is of step {state['global_step']}: the run "
-            f"trained on after it (resumed, or copied while it trained); these are step "
-            f"{steps}'s weights; {CHECKPOINT_FLAG} last uses step {state['global_step']}'s")
+            f"trained on after step {steps} (resumed, or copied while it trained); "
+            f"{CHECKPOINT_FLAG} last uses step {state['global_step']}'s weights")
 
 
 def log_behind_note(run_dir: Path) -> str | None:
@@ -98,13 +119,18 @@ def log_behind_note(run_dir: Path) -> str | None:
     rows = _rows(log)
     if any(_holds(row, step, metrics) for row in rows):
         return None
-    before = [s for s in (_step(row) for row in rows) if s is not None and s <= step]
-    last = max(before, default=0)
-    had = (f"its last row up to it is of step {last}" if last
-           else "it has no row up to it" if log.is_file() else "it is missing")
+    steps = [s for s in (_step(row) for row in rows) if s is not None]
+    ckpt = checkpoint_file(run_dir, "last")
+    if step in steps:  # a row of that step, of other numbers: no gap, but not this run's row
+        return (f"warning: --resume: {log}'s row of step {step} holds other numbers than the "
+                f"validation at step {step} that {ckpt} holds (another run's log?): the "
+                f"resumed run's log keeps its rows up to step {step}")
+    last = max((s for s in steps if s < step), default=0)
+    had = (f"its last row before it is of step {last}" if last
+           else "it has no row before it" if log.is_file() else "it is missing")
     return (f"warning: --resume: {log} has no row of the validation at step {step} that "
-            f"{checkpoint_file(run_dir, 'last')} holds ({had}): the log is older than the "
-            f"checkpoint (copied before it?), so the resumed run's log has no rows of steps "
+            f"{ckpt} holds ({had}): the log is older than the checkpoint (copied before "
+            f"it?), so the resumed run's log has no rows of steps "
             f"{last + 1}-{state['global_step']}")
 
 

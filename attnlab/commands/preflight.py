@@ -327,7 +327,9 @@ def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
     made absolute as a new run records them, so that evaluate finds them from anywhere. A
     file at another path that is missing, or whose bytes are not the recorded ones, is refused
     here, naming the file the run started on (the task's own check would call it "gone" or
-    "changed")."""
+    "changed"); so is a prepared corpus given as a file, or one whose token files are not
+    those its meta.json's digests name (read in full once, as the corpus moves)."""
+    from ..data.corpus_meta import changed_token_files
     from ..runs import file_digest
 
     pinned, moved = pinned_data(saved), {}
@@ -342,6 +344,9 @@ def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
                        f"is now, or start a new run")
             if not new.exists():
                 raise UsageError(f"--{key} {given[key]} not found; {started}")
+            if not isinstance(digest, str) and not new.is_dir():
+                raise UsageError(f"--{key} {given[key]} is not a prepared corpus (a directory "
+                                 f"made by `attnlab prepare`); {started}")
             same = (file_digest(new) == digest if isinstance(digest, str) else
                     all((new / name).is_file() and file_digest(new / name) == held
                         for name, held in digest.items()))
@@ -349,6 +354,13 @@ def moved_data(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
                 raise UsageError(f"--{key} {given[key]} is not the "
                                  f"{'file' if isinstance(digest, str) else 'corpus'} this run "
                                  f"started on: its bytes differ; {started}")
+            changed = [] if isinstance(digest, str) else changed_token_files(new)
+            if changed:  # meta.json is the run's, a token file is not what it was written as
+                raise UsageError(f"--{key} {given[key]} holds the run's meta.json and "
+                                 f"tokenizer.json, but its {' and '.join(changed)} "
+                                 f"{'is' if len(changed) == 1 else 'are'} not what meta.json's "
+                                 f"SHA-256 says `attnlab prepare` wrote (changed since?); "
+                                 f"{started}")
         moved[key] = str(new)
     return moved
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..runs import file_digest
 
-__all__ = ["read_meta", "corpus_identity", "SPLITS", "TOKEN_BYTES", "CORPUS_FILES"]
+__all__ = ["read_meta", "corpus_identity", "changed_token_files", "SPLITS", "TOKEN_BYTES", "CORPUS_FILES"]
 
 SPLITS = ("train", "val")
 # Bytes per token of the dtypes ``prepare`` writes (numpy's names, as meta.json stores them);
@@ -96,3 +96,26 @@ def corpus_identity(data_dir: str | Path) -> dict[str, str]:
     """SHA-256 of a prepared corpus' meta.json and tokenizer.json: what a run records to know
     later that the corpus is the one it was trained on (see ``attnlab.data.corpus``)."""
     return {name: file_digest(Path(data_dir) / name) for name in ("meta.json", "tokenizer.json")}
+
+
+def changed_token_files(data_dir: str | Path) -> list[str]:
+    """The token files of a prepared corpus whose SHA-256 is not the one its meta.json holds
+    (``prepare`` computed them while writing the files): a pass over every token, for a
+    corpus found at a new path once, not for each run that reads it. A meta.json without
+    digests (an older ``prepare``'s) vouches for nothing: [].
+
+    Examples:
+        >>> from attnlab.data.corpus import prepare
+        >>> _ = Path("some.txt").write_text("to be or not to be\\n" * 20)
+        >>> _ = prepare(["some.txt"], "some", tokenizer="char")
+        >>> changed_token_files("some")
+        []
+    """
+    data_dir = Path(data_dir)
+    try:
+        held = json.loads((data_dir / "meta.json").read_text(encoding="utf-8")).get("sha256")
+    except (OSError, ValueError, AttributeError):
+        held = None
+    return [name for name in (f"{split}.bin" for split in SPLITS)
+            if isinstance(held, dict) and held.get(name)
+            and (not (data_dir / name).is_file() or file_digest(data_dir / name) != held[name])]

@@ -100,6 +100,32 @@ def test_a_moved_corpus_is_given_to_resume_at_its_new_path_and_checked_by_its_by
                  *TINY]) == 0
     (tmp_path / "corpus").rename(tmp_path / "moved corpus")
     capsys.readouterr()
+    # without --data: the corpus named as the one gone, and where to give it
+    assert main(["train", "lm", "--out", str(run), "--resume", "--max-steps", "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"attnlab: error: --data {tmp_path / 'corpus'} (the corpus this run started "
+                   f"on) is gone; give --data where it is now, put the corpus back or start a "
+                   f"new run"), err
+    # the text it was prepared from is not a corpus
+    assert main(["train", "lm", "--out", str(run), "--resume", "--max-steps", "4", "--data",
+                 "text.txt"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab: error: --data text.txt is not a prepared corpus (a "
+                          "directory made by `attnlab prepare`); the run started on "
+                          f"{tmp_path / 'corpus'}"), err
+    # its meta.json and tokenizer.json with a token file changed in place: two bytes swapped
+    shutil.copytree(tmp_path / "moved corpus", tmp_path / "swapped")
+    tokens = bytearray((tmp_path / "swapped" / "train.bin").read_bytes())
+    i = next(i for i in range(len(tokens) - 1) if tokens[i] != tokens[i + 1])
+    tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
+    (tmp_path / "swapped" / "train.bin").write_bytes(bytes(tokens))
+    assert main(["train", "lm", "--out", str(run), "--resume", "--max-steps", "4", "--data",
+                 "swapped"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab: error: --data swapped holds the run's meta.json and "
+                          "tokenizer.json, but its train.bin is not what meta.json's SHA-256 "
+                          "says `attnlab prepare` wrote"), err
+    assert read_yaml(run / "config.yaml")["data_dir"] == str(tmp_path / "corpus")
     assert main(["train", "lm", "--out", str(run), "--resume", "--max-steps", "4", "--data",
                  "another"]) == 2
     err = capsys.readouterr().err.strip()

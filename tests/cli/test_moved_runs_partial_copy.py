@@ -49,7 +49,8 @@ def test_resume_from_a_checkpoint_older_than_the_finished_run_is_refused(moments
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert f"{run}/checkpoints/last.ckpt is of step 10" in err
-    assert "metrics.json and model.safetensors are of step 20" in err
+    assert (f"{run}/metrics.json is of step 20 ({run}/model.safetensors: step 20 of 20, the "
+            f"last step)") in err
     # nothing trained, nothing rewritten
     assert (run / "model.safetensors").read_bytes() == weights
     assert read_json(run / "metrics.json")["steps"] == 20
@@ -65,12 +66,45 @@ def test_evaluate_names_a_checkpoint_newer_than_the_weights_it_evaluates(moments
     capsys.readouterr()
     assert main(["evaluate", str(run), "--threads", "1"]) == 0
     err = capsys.readouterr().err
-    assert (f"{run}/model.safetensors is of step 10 (metrics.json), but "
-            f"{run}/checkpoints/last.ckpt is of step 20") in err
-    assert "--checkpoint last uses step 20's" in err
+    assert (f"evaluating {run}/model.safetensors: step 10 of 10, the last step (metrics.json), "
+            f"but {run}/checkpoints/last.ckpt is of step 20") in err
+    assert "--checkpoint last uses step 20's weights" in err
     # the run as one process wrote it says nothing
     assert main(["evaluate", str(moments[20]), "--threads", "1"]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_evaluate_of_a_keep_best_run_names_the_best_step_it_evaluates(tmp_path, capsys):
+    """A --keep-best run's model.safetensors is of its best step, not of the steps
+    metrics.json counts: resumed with a raised budget and killed after a checkpoint, its
+    evaluate says which step's weights it evaluates."""
+    import torch
+
+    run = tmp_path / "kb"
+    assert main(["train", "reverse", "--out", str(run), "--max-steps", "20", "--keep-best",
+                 "--lr", "0.05", *FLAGS]) == 0
+    metrics = read_json(run / "metrics.json")
+    best = metrics["best_step"]
+    assert best < 20, "the test needs a best step before the last"
+    ckpt = run / "checkpoints" / "last.ckpt"  # as the resumed run's next checkpoint
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    state["global_step"] = 25
+    torch.save(state, ckpt)
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert (f"evaluating {run}/model.safetensors: step {best} of 20, the best val_loss "
+            f"({metrics['best_value']}) (metrics.json), but {ckpt} is of step 25") in err
+    assert "step 20's" not in err
+    # resuming from a checkpoint before the end is still refused by the steps trained
+    state["global_step"] = 15
+    torch.save(state, ckpt)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "30"]) == 2
+    err = capsys.readouterr().err
+    assert (f"{run}/metrics.json is of step 20 ({run}/model.safetensors: step {best} of 20, "
+            f"the best val_loss") in err
 
 
 @pytest.mark.slow
@@ -84,7 +118,7 @@ def test_resume_names_a_log_older_than_the_checkpoint(moments, tmp_path, capsys,
         lines = csv.read_text().splitlines(keepends=True)
         csv.write_text("".join(line for line in lines
                                if not line[0].isdigit() or int(line.split(",")[0]) <= 8))
-        had = "its last row up to it is of step 8"
+        had = "its last row before it is of step 8"
     else:
         csv.unlink()
         had = "it is missing"
@@ -95,6 +129,32 @@ def test_resume_names_a_log_older_than_the_checkpoint(moments, tmp_path, capsys,
             f"{run}/checkpoints/last.ckpt holds ({had})") in err
     first = 9 if log == "cut short" else 1
     assert f"the resumed run's log has no rows of steps {first}-20" in err
+
+
+@pytest.mark.slow
+def test_resume_names_a_log_whose_row_at_the_checkpoint_holds_other_numbers(moments, tmp_path,
+                                                                           capsys):
+    """Another run's log: it has a row of the checkpoint's validation step, of other numbers."""
+    import csv
+
+    run = _copy(moments, tmp_path)
+    (run / "model.safetensors").unlink()  # copied before the run finished
+    (run / "metrics.json").unlink()
+    log = run / "logs" / "metrics.csv"
+    with open(log, newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(r for r in rows if r["step"] == "20" and r["val_loss"])
+    row["val_loss"] = str(float(row["val_loss"]) + 1)
+    with open(log, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    capsys.readouterr()
+    assert main(["train", "reverse", "--out", str(run), "--resume", "--max-steps", "22"]) == 0
+    err = capsys.readouterr().err
+    assert (f"warning: --resume: {log}'s row of step 20 holds other numbers than the validation "
+            f"at step 20 that {run}/checkpoints/last.ckpt holds (another run's log?)") in err
+    assert "no rows of steps" not in err
 
 
 @pytest.mark.slow

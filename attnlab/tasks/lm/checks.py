@@ -15,7 +15,7 @@ from ...data.tables import decode_utf8, file_format, read_whole_as_text
 from ...errors import UsageError
 from ...interop.gguf import gguf_chat_template, gguf_vocabulary, is_gguf
 from ...paths import not_found
-from ...runs import check_data_files, read_json, record_data_files
+from ...runs import check_data_files, data_gone, read_json, record_data_files
 
 HEAD_BYTES = 1 << 16  # what check_data decodes of a text --data before the run starts
 DATASETS_MARKS = ("state.json", "dataset_dict.json")  # what save_to_disk writes in its directory
@@ -32,6 +32,9 @@ def check_data(cfg: dict[str, Any]) -> None:
     if cfg.get("resume"):
         cfg["data"] = _corpus_where_started(cfg)
     data = Path(cfg["data"])
+    text = (cfg.get("data_sha256") or {}).get("data")  # else a corpus_sha256 pins a corpus
+    if cfg.get("resume") and not data.exists() and (text or cfg.get("corpus_sha256")):
+        raise data_gone("data", data, purpose="resume", what="file" if text else "corpus")
     _refuse_table(data, None if cfg.get("resume") else cfg.get("init"))
     if is_prepared(data):
         _check_corpus_dir(cfg, data)
