@@ -4,8 +4,8 @@ its hidden temporary file, as large as a checkpoint or a model, is removed by th
 import json
 import os
 import signal
-import subprocess
 import sys
+import traceback
 
 import pytest
 
@@ -15,53 +15,65 @@ from .conftest import TINY_REVERSE, tiny_args, write_corpus
 
 pytestmark = pytest.mark.slow  # trains, and kills real processes
 
-fcntl = pytest.importorskip("fcntl")
+fcntl = pytest.importorskip("fcntl")  # (and os.fork: POSIX only)
 
-# ``python -c`` of attnlab's command line whose process is killed (SIGKILL, by itself) in the
-# middle of writing: {patch} replaces the writer with one that writes a part, then dies
-KILLED_WRITING = """
-import os, signal, sys
-{patch}
-from attnlab.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 
-# the second checkpoint's save: half of its bytes written, then killed
-SECOND_SAVE = """
-from lightning_fabric import Fabric
-real, saves = Fabric.save, []
-def save(self, path, state):
-    real(self, path, state)
-    saves.append(path)
-    if len(saves) == 2:
-        with open(path, "r+b") as f:
-            f.truncate(os.path.getsize(path) // 2)
+def _second_save_killed():
+    """The second checkpoint's save: half of its bytes written, then the process killed."""
+    from lightning_fabric import Fabric
+
+    real, saves = Fabric.save, []
+
+    def save(self, path, state, *args, **kwargs):
+        real(self, path, state, *args, **kwargs)
+        saves.append(path)
+        if len(saves) == 2:
+            with open(path, "r+b") as f:
+                f.truncate(os.path.getsize(path) // 2)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    Fabric.save = save
+
+
+def _save_pretrained_killed():
+    """The model's save_pretrained: its files written, the tokenizer's not, then killed."""
+    import transformers
+
+    real = transformers.PreTrainedModel.save_pretrained
+
+    def save_pretrained(self, where, *args, **kwargs):
+        real(self, where, *args, **kwargs)
         os.kill(os.getpid(), signal.SIGKILL)
-Fabric.save = save
-"""
 
-# the model's save_pretrained: its files written, the tokenizer's not, then killed
-SAVE_PRETRAINED = """
-import transformers
-real = transformers.PreTrainedModel.save_pretrained
-def save_pretrained(self, where, *args, **kwargs):
-    real(self, where, *args, **kwargs)
-    os.kill(os.getpid(), signal.SIGKILL)
-transformers.PreTrainedModel.save_pretrained = save_pretrained
-"""
+    transformers.PreTrainedModel.save_pretrained = save_pretrained
 
 
-def _killed(patch, *argv):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    env.pop("ATTNLAB_RUN_DIR", None)
-    done = subprocess.run([sys.executable, "-c", KILLED_WRITING.format(patch=patch), *argv],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == -signal.SIGKILL, done.stderr
+def _killed(patch, tmp_path, *argv):
+    """``attnlab ARGV`` in a process of its own that ``patch`` (run in it) makes kill itself
+    (SIGKILL) in the middle of writing: forked from this one, so that torch, Lightning and
+    transformers are imported once, not by a fresh interpreter per test; what it prints goes
+    to ``tmp_path``/killed.log, shown if it was not killed."""
+    log = tmp_path / "killed.log"
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            with open(log, "w", buffering=1) as out:
+                sys.stdout = sys.stderr = out
+                try:
+                    os.environ.pop("ATTNLAB_RUN_DIR", None)
+                    patch()
+                    print(f"exited {main(list(argv))} without being killed")
+                except BaseException:
+                    traceback.print_exc()
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, log.read_text()
 
 
 def test_resume_removes_the_checkpoint_a_killed_save_was_writing(tmp_path, monkeypatch, capsys):
     run = tmp_path / "run"
-    _killed(SECOND_SAVE, "train", "reverse", "--out", str(run), *TINY_REVERSE)
+    _killed(_second_save_killed, tmp_path, "train", "reverse", "--out", str(run), *TINY_REVERSE)
     checkpoints = run / "checkpoints"
     partial = checkpoints / ".last.ckpt.partial"
     size = partial.stat().st_size
@@ -83,7 +95,7 @@ def test_export_removes_what_a_killed_export_to_the_same_directory_left(tmp_path
     data = {"lm": write_corpus(tmp_path / "corpus.txt")}
     assert main(["train", "lm", "--out", str(run), "--max-steps", "4",
                  *tiny_args("lm", data)]) == 0
-    _killed(SAVE_PRETRAINED, "export", str(run), "--hf", str(hf))
+    _killed(_save_pretrained_killed, tmp_path, "export", str(run), "--hf", str(hf))
     left = [p for p in tmp_path.iterdir() if p.name.startswith(".hf.")]
     assert len(left) == 1 and (left[0] / "config.json").is_file(), left
     size = sum(f.stat().st_size for f in left[0].rglob("*") if f.is_file())
