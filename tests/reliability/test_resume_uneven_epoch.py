@@ -102,7 +102,9 @@ def test_a_classify_run_of_two_processes_resumed_on_one_logs_the_runs_losses(tmp
     """120 reviews, batches of 20: two processes take 4 of an epoch's 5 training batches. The
     run stopped at step 1 and resumed on one process to step 6 logs the losses of the run
     resumed on two (within float32's rounding of a sum in another order: rtol 1e-5); it
-    logged other ones from step 3 on, the epoch's fifth batch trained as a step of its own."""
+    logged other ones from step 3 on, the epoch's fifth batch trained as a step of its own.
+    Without --val-every it validates once an epoch at the run's steps (2, 4, 6), not at
+    those of one process's five batches (3, 6)."""
     import shutil
 
     import torch
@@ -113,7 +115,7 @@ def test_a_classify_run_of_two_processes_resumed_on_one_logs_the_runs_losses(tmp
 
     tiny = ["--data", str(write_reviews(tmp_path / "reviews.csv")), "--batch-size", "20",
             "--model-dim", "16", "--num-heads", "2", "--threads", "1", "--dropout", "0",
-            "--checkpoint-every", "1", "--val-every", "2", "--warmup", "2"]
+            "--checkpoint-every", "1", "--warmup", "2"]
     ref, moved = tmp_path / "ref", tmp_path / "moved"
     done = train_ddp("classify", ref, *tiny, "--max-steps", "1")
     assert done.returncode == 0, done.stderr
@@ -125,3 +127,13 @@ def test_a_classify_run_of_two_processes_resumed_on_one_logs_the_runs_losses(tmp
     expected = train_losses(ref)
     assert len(expected) == 6, expected
     torch.testing.assert_close(train_losses(moved), expected, rtol=1e-5, atol=1e-6)
+    assert _validated(moved) == _validated(ref)  # the first run's last step, then 2, 4, 6
+    assert _validated(ref)[-3:] == [2, 4, 6]
+
+
+def _validated(run):
+    """The steps at which a run logged its validation (its logs/metrics.csv)."""
+    import csv
+
+    with open(run / "logs" / "metrics.csv", newline="") as f:
+        return [int(r["step"]) for r in csv.DictReader(f) if r.get("val_loss")]
