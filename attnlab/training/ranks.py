@@ -305,12 +305,15 @@ def agreed(error: BaseException) -> bool:
 
 def quiet(error: BaseException) -> BaseException:
     """``error`` as a process other than rank 0 ends with it: an interruption (Ctrl-C, which the
-    terminal sends to every rank; SIGTERM, which a scheduler sends to every task) with its exit
-    status but without its line, which rank 0 says, once; any other error as it is.
+    terminal sends to every rank; SIGTERM, which a scheduler sends to every task) or another
+    process's death (``elsewhere``: under torchrun or srun every process hears of it) with its
+    exit status but without its line, which rank 0 says, once; any other error as it is.
 
     Examples:
         >>> quiet(KeyboardInterrupt()).quiet, quiet(KeyboardInterrupt()).exit_code
         (True, 130)
+        >>> quiet(RankFailed("another process of this run ended")).quiet
+        True
         >>> quiet(ValueError("x"))
         ValueError('x')
     """
@@ -318,4 +321,6 @@ def quiet(error: BaseException) -> BaseException:
         return Interrupted("interrupted", signal.SIGINT, quiet=True)
     if isinstance(error, Interrupted) and not error.quiet:
         return Interrupted(str(error), error.signum, checkpointed=error.checkpointed, quiet=True)
+    if isinstance(error, RankFailed) and not error.quiet:
+        return RankFailed(str(error), exit_code=error.exit_code, quiet=True)
     return error
