@@ -106,7 +106,8 @@ def _look(procs: list[subprocess.Popen], theirs) -> bool:
 def _stop_all(procs: list[subprocess.Popen], failure: RankFailed) -> None:
     """The watch's end of a run whose rank 0 cannot hear that a rank died: the other ranks
     killed, what the run leaves done (``after``: a run with nothing saved is removed, as where
-    rank 0 hears it), ``failure``'s line, and this process's exit with its status (where
+    rank 0 hears it), ``failure``'s line (none where it is ``quiet``: a rank that said its own
+    usage error, as the CLI leaves it), and this process's exit with its status (where
     Lightning's watch killed rank 0 with SIGKILL, without a word)."""
     for proc in procs:
         if proc.poll() is None:
@@ -114,7 +115,8 @@ def _stop_all(procs: list[subprocess.Popen], failure: RankFailed) -> None:
     try:
         failure = _AFTER[0](failure)
     finally:  # whatever went wrong there, the line is said and the run ends
-        print(f"attnlab: {failure}", file=sys.stderr, flush=True)
+        if not failure.quiet:
+            print(f"attnlab: {failure}", file=sys.stderr, flush=True)
         os._exit(failure.exit_code)
 
 

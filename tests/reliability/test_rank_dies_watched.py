@@ -97,6 +97,19 @@ def test_a_process_that_torchrun_or_srun_did_not_start_is_left_as_it_was(monkeyp
     assert _said(RuntimeError(GLOO)) is None
 
 
+def test_the_watch_says_nothing_more_of_a_rank_that_said_its_usage_error(watched, tmp_path,
+                                                                         capsys):
+    """The rank's own line named what to fix: rank 0 adds the one line of the run removed,
+    not also "rank 1 ... exited with status 2", as where rank 0 hears of it itself."""
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    ranks.after(lambda failure: _after_failure(failure, None, run, "new"))
+    assert ranks._look([_Rank(4242, 2)], lambda: False)
+    assert watched == [2] and not run.exists()
+    assert capsys.readouterr().err == (f"attnlab: the run stopped before its first checkpoint; "
+                                       f"removed {run}, so the same command can run again\n")
+
+
 TINY = ["--max-steps", "2", "--train-size", "16", "--val-size", "8", "--test-size", "8",
         "--model-dim", "8", "--num-heads", "1", "--batch-size", "8", "--threads", "1",
         "--accelerator", "cpu"]
