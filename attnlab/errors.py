@@ -64,10 +64,12 @@ class RankFailed(Exception):
     Not the user's input: the CLI prints the message as one line and exits 1 (an internal
     fault: a bug, an import error, a kill for lack of memory; the rank's own traceback says
     which). Where the rank itself exited 2, its own line already named the usage error: the
-    CLI then exits 2 and prints nothing more (``quiet``).
+    CLI then exits 2 and prints nothing more (``quiet``). ``quiet`` also on a process other
+    than rank 0 (torchrun and srun start each process, and each hears of the death): rank 0
+    says it, once.
     """
 
-    def __init__(self, message: str, *, exit_code: int = 1) -> None:
+    def __init__(self, message: str, *, exit_code: int = 1, quiet: bool | None = None) -> None:
         super().__init__(message)
         self.exit_code = 2 if exit_code == 2 else 1
-        self.quiet = self.exit_code == 2  # the rank said it, once
+        self.quiet = self.exit_code == 2 if quiet is None else quiet  # said elsewhere, once

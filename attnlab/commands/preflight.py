@@ -184,9 +184,10 @@ def check_resumed_precision(run_dir: Path, asked: str, runs: str, *,
                          f"{what}, or start a new run with another --out")
 
 
-# RESUMABLE settings that change how the numbers are added up (the order of a sum over threads,
-# the batches each process sees): a run resumed with another value trains on, but no longer
-# ends with the weights of one that never stopped (docs/cli.md, "Resume")
+# RESUMABLE settings that change how the numbers are added up (the order of a sum over threads
+# or processes, each process's dropout masks): a run resumed with another value trains on, but
+# no longer ends with the exact weights of one that never stopped (docs/cli.md, "Resume"); the
+# batches of its steps stay the run's (where they cannot: ``ResumableBatches.dealing_note``)
 REORDERING = ("threads", "devices", "num_nodes")
 
 
@@ -199,8 +200,9 @@ def resume_notes(saved: dict[str, Any], given: dict[str, Any]) -> list[str]:
     if not changed:
         return []
     notes = [f"note: --resume: {', '.join(changed)}: the run trains on, but will not end with "
-             f"the weights of one that never stopped (another --threads adds up in another "
-             f"order; other processes see other batches)"]
+             f"the exact weights of one that never stopped (another number of threads or "
+             f"processes adds the sums up in another order; each process draws its own dropout "
+             f"masks)"]
     step = _step_note(saved, given)
     return [*notes, step] if step else notes
 

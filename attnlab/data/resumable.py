@@ -80,11 +80,13 @@ class ResumableBatches:
     def kept(self, batches: int) -> int:
         """How many of an epoch's ``batches`` (of all processes) the processes take: the most
         that they share evenly (the rest is left out, as DistributedSampler(drop_last=True)
-        leaves it). Resumed on other processes than the run's (``dealt``), also the most that
-        the run's share evenly: two processes left an epoch's odd batch out, which one process
-        resuming them took, as a step of its own, where the run would have gone on to the next
-        epoch; from then on every step held other batches than the uninterrupted run's. The
-        run's one process resumed on two cannot take its odd batch: ``dealing_note`` says so.
+        leaves it). Resumed on other processes than the run's (``dealt``), the most that they
+        share evenly of those the run's shared: two processes left an epoch's odd batch out,
+        which one process resuming them took, as a step of its own, where the run would have
+        gone on to the next epoch; from then on every step held other batches than the
+        uninterrupted run's. So no batch the run left out is trained; one the run trained that
+        these processes cannot share (its one process's odd batch, resumed on two; three
+        processes' third, resumed on two) is left out, and ``dealing_note`` says so.
 
         Examples:
             >>> loader = ResumableBatches(lambda epoch, start: [], length=5)
@@ -92,10 +94,12 @@ class ResumableBatches:
             (5, None)
             >>> loader.kept(5), loader.state_dict()
             (4, {'epoch': 0, 'done': 2, 'world': 1, 'dealt': 2})
+            >>> loader.dealt = 3; loader.kept(10)  # a run of three: 9 of 10 batches
+            9
         """
         world = self._shard()[1]
-        share = math.lcm(self.dealt or world, world)
-        return batches - batches % share if batches >= share else batches - batches % world
+        run = batches - batches % (self.dealt or world)  # what the run's processes shared
+        return run - run % world
 
     def all_batches(self) -> int | None:
         """An epoch's batches over all processes, where a subclass knows them (else None)."""

@@ -225,6 +225,9 @@ class Loop:
         # unless the loader is an endless supply of fresh ones
         self.passes = bool(getattr(train_loader, "passes", True))
         self._carried: list = []  # batches carried into the next "epoch" of an endless supply
+        # validated once an epoch (no --val-every): counted again when resumed (_restore)
+        self._per_epoch = (val_check_interval is None and self.passes
+                           and hasattr(train_loader, "__len__"))
         if val_check_interval is None:  # once an epoch of the training data (an endless
             # supply's "epoch": its length, as it always was)
             val_check_interval = (max_steps if not hasattr(train_loader, "__len__")
@@ -374,6 +377,7 @@ class Loop:
             note = getattr(self.train_loader, "dealing_note", lambda: None)()
             if note and self.fabric.is_global_zero:
                 print(f"note: --resume: {note}", file=sys.stderr, flush=True)
+            self._epoch_of_resumed()
         # a checkpoint saved before compile_seconds was kept: none compiled before
         self.step = self.saved = int(state["global_step"])
         self.clock = TrainClock(float(state["train_seconds"]),
@@ -400,6 +404,19 @@ class Loop:
         validation = state.get("validation", {"step": self.step, "metrics": {}})
         self.validated = (int(validation["step"]), dict(validation["metrics"]))
         self._unvalidated = self._validates(self.step) and self.validated[0] != self.step
+
+    def _epoch_of_resumed(self) -> None:
+        """Once an epoch (no --val-every), resumed on other processes than the run's were
+        first dealt out to: the steps of an epoch of the batches these keep (``kept``), as the
+        run validated. Counted before the checkpoint told them, one process resuming two
+        validated at other steps (3, 6 for 2, 4, 6), so --keep-best and --patience watched
+        other validations than the uninterrupted run's."""
+        loader = self.train_loader
+        batches = getattr(loader, "all_batches", lambda: None)()
+        if (not self._per_epoch or batches is None
+                or getattr(loader, "dealt", None) in (None, self.fabric.world_size)):
+            return
+        self.val_every = max(1, min(epoch_steps(self.cfg, loader.kept(batches)), self.max_steps))
 
     def _stop_reached(self) -> str | None:
         """Why a restored run stops where its checkpoint is (the early stop's target reached

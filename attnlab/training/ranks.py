@@ -106,7 +106,8 @@ def _look(procs: list[subprocess.Popen], theirs) -> bool:
 def _stop_all(procs: list[subprocess.Popen], failure: RankFailed) -> None:
     """The watch's end of a run whose rank 0 cannot hear that a rank died: the other ranks
     killed, what the run leaves done (``after``: a run with nothing saved is removed, as where
-    rank 0 hears it), ``failure``'s line, and this process's exit with its status (where
+    rank 0 hears it), ``failure``'s line (none where it is ``quiet``: a rank that said its own
+    usage error, as the CLI leaves it), and this process's exit with its status (where
     Lightning's watch killed rank 0 with SIGKILL, without a word)."""
     for proc in procs:
         if proc.poll() is None:
@@ -114,7 +115,8 @@ def _stop_all(procs: list[subprocess.Popen], failure: RankFailed) -> None:
     try:
         failure = _AFTER[0](failure)
     finally:  # whatever went wrong there, the line is said and the run ends
-        print(f"attnlab: {failure}", file=sys.stderr, flush=True)
+        if not failure.quiet:
+            print(f"attnlab: {failure}", file=sys.stderr, flush=True)
         os._exit(failure.exit_code)
 
 
@@ -305,12 +307,15 @@ def agreed(error: BaseException) -> bool:
 
 def quiet(error: BaseException) -> BaseException:
     """``error`` as a process other than rank 0 ends with it: an interruption (Ctrl-C, which the
-    terminal sends to every rank; SIGTERM, which a scheduler sends to every task) with its exit
-    status but without its line, which rank 0 says, once; any other error as it is.
+    terminal sends to every rank; SIGTERM, which a scheduler sends to every task) or another
+    process's death (``elsewhere``: under torchrun or srun every process hears of it) with its
+    exit status but without its line, which rank 0 says, once; any other error as it is.
 
     Examples:
         >>> quiet(KeyboardInterrupt()).quiet, quiet(KeyboardInterrupt()).exit_code
         (True, 130)
+        >>> quiet(RankFailed("another process of this run ended")).quiet
+        True
         >>> quiet(ValueError("x"))
         ValueError('x')
     """
@@ -318,4 +323,6 @@ def quiet(error: BaseException) -> BaseException:
         return Interrupted("interrupted", signal.SIGINT, quiet=True)
     if isinstance(error, Interrupted) and not error.quiet:
         return Interrupted(str(error), error.signum, checkpointed=error.checkpointed, quiet=True)
+    if isinstance(error, RankFailed) and not error.quiet:
+        return RankFailed(str(error), exit_code=error.exit_code, quiet=True)
     return error

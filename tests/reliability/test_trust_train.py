@@ -632,8 +632,9 @@ def test_resume_with_another_thread_count_says_the_weights_will_differ(tmp_path,
     assert main([*argv, "--resume", "--max-steps", "6", "--threads", "2"]) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if "(the run had" in line]
     assert notes == ["note: --resume: --threads 2 (the run had 1): the run trains on, but will "
-                     "not end with the weights of one that never stopped (another --threads "
-                     "adds up in another order; other processes see other batches)"]
+                     "not end with the exact weights of one that never stopped (another number "
+                     "of threads or processes adds the sums up in another order; each process "
+                     "draws its own dropout masks)"]
     assert main([*argv, "--resume", "--max-steps", "8", "--threads", "2"]) == 0
     assert "(the run had" not in capsys.readouterr().err  # config.yaml now records 2
 

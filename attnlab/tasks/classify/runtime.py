@@ -427,7 +427,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     model = start.weights_into(build_model(cfg), cfg.labels)
     module = _module(ClassifierModule, model, cfg, steps)
     result = fit(module, train, val_loader, cfg, run_dir, max_steps=steps,
-                 val_check_interval=cfg.val_every or epoch_steps(cfg, train.num_batches),
+                 val_check_interval=cfg.val_every or None,
                  tokenizer=tokenizer)
     if not result.is_global_zero:  # other DDP ranks write nothing: no need to test there
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)

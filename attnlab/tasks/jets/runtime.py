@@ -244,7 +244,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
     result = fit(module, train, DataLoader(val, batch_size=None),
                  cfg, run_dir, max_steps=steps,
                  # --val-every as given (not cut to one epoch), else once an epoch
-                 val_check_interval=cfg.val_every or epoch_steps(cfg, len(train)))
+                 val_check_interval=cfg.val_every or None)
     metrics, extra = {}, None
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)

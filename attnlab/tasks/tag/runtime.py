@@ -414,7 +414,7 @@ def run(task, cfg: RunSettings, run_dir: Path, checked: Any = None) -> dict[str,
     module = TaggerModule(model, cfg, steps, cfg.tags, entity_scores)
     result = fit(module, train, torch.utils.data.DataLoader(val, batch_size=None), cfg, run_dir,
                  max_steps=steps,
-                 val_check_interval=cfg.val_every or epoch_steps(cfg, train.num_batches),
+                 val_check_interval=cfg.val_every or None,
                  tokenizer=tokenizer)
     if not result.is_global_zero:
         return finish(cfg, run_dir, model, {}, result, tokenizer=tokenizer)
