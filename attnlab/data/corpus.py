@@ -519,13 +519,18 @@ def _held(out: Path, check):
     same temporary files, and the second's commit removed the first's meta.json: the one that
     said "prepared" left no corpus, the others a traceback."""
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    lock = hold(out, "--out", "prepare")  # (refused: nothing here is this prepare's to remove)
-    try:
+    lock, held = None, False
+    try:  # (from the mkdir: a SIGTERM just after it left the directory made behind)
+        out.mkdir(parents=True, exist_ok=True)
+        lock = hold(out, "--out", "prepare")  # (refused: nothing here is this prepare's)
+        held = True
         check()
         yield
-    except BaseException:
-        _remove_temporary(out, created)
+    except BaseException as e:
+        if held:
+            _remove_temporary(out, created)
+        elif created and not isinstance(e, UsageError):  # stopped before it held `out`:
+            _remove_temporary(out, created)  # only the empty directory it made goes
         raise
     finally:
         if lock is not None:

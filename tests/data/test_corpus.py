@@ -3,7 +3,9 @@ touch."""
 import gzip
 import json
 import random
+import signal
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -426,3 +428,33 @@ def test_a_tokenizer_given_to_prepare_names_itself_not_a_vocab_size(tmp_path, ca
         f"lacks (its vocabulary: {tok.vocab_size:,}): the model learns one token for all of "
         f"them; a bpe tokenizer has fewer\n"), err
     assert "--vocab-size" not in err
+
+
+@pytest.mark.parametrize("where", ["hold", "mkdir"])
+def test_a_prepare_stopped_as_it_makes_out_leaves_no_directory(tmp_path, monkeypatch, where):
+    """A SIGTERM landing between the mkdir of --out and the lock on it (the suite's SIGTERM
+    test polls for the directory and terminates at once) left the empty directory behind:
+    the next prepare was then given an --out it never made."""
+    from attnlab.data import corpus as corpus_module
+    from attnlab.errors import Interrupted
+
+    text = tmp_path / "corpus.txt"
+    text.write_text("the cat sat on the mat\n" * 50)
+    out = tmp_path / "prepared"
+
+    def stopped(*args, **kwargs):
+        raise Interrupted("terminated (SIGTERM)", signal.SIGTERM)
+
+    if where == "hold":
+        monkeypatch.setattr(corpus_module, "hold", stopped)
+    else:  # the signal as mkdir returns: the directory is made, then the stop
+        made = Path.mkdir
+
+        def mkdir_then_stop(self, *args, **kwargs):
+            made(self, *args, **kwargs)
+            if self == out:
+                stopped()
+        monkeypatch.setattr(Path, "mkdir", mkdir_then_stop)
+    with pytest.raises(Interrupted):
+        corpus_module.prepare([text], out, tokenizer="char")
+    assert not out.exists()
