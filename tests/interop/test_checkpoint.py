@@ -312,13 +312,7 @@ def test_a_tied_gpt2_config_with_a_head_of_other_values_is_refused(tmp_path, cap
     assert main(["generate", str(d), "--prompt", "the"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tie_word_embeddings is true" in err, err
-    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
-    out = tmp_path / "run"
-    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
-                 "--out", str(out), "--max-steps", "1"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"--init {d}: tie_word_embeddings is true" in err, err
-    assert not out.exists()
+    _tied_head_refused_by_init(d, tmp_path, capsys)
     same = save_gpt2(tmp_path / "same", tie_word_embeddings=False)
     hf = transformers.GPT2LMHeadModel.from_pretrained(same)
     with torch.no_grad():
@@ -498,3 +492,17 @@ def test_the_packaged_minilm_encoder_reads_with_equal_hidden_states():
     for text in texts:
         assert ckpt.tokenizer.encode(text, add_special_tokens=True) == theirs(text)["input_ids"]
     _same_encoder_outputs(ckpt, d, texts)
+
+
+def _tied_head_refused_by_init(d, tmp_path, capsys):
+    """``train lm --init d`` of a directory whose config ties a head its weights hold apart:
+    one line naming tie_word_embeddings, exit 2, no run directory."""
+    from attnlab.cli import main
+
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    out = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(out), "--max-steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--init {d}: tie_word_embeddings is true" in err, err
+    assert not out.exists()

@@ -13,7 +13,7 @@ import torch
 from torch.testing import assert_close
 
 from .conftest import transformers  # (skips without the hf extra)
-from .test_checkpoint import CORPUS, _byte_level_bpe
+from .test_checkpoint import CORPUS, _byte_level_bpe, _tied_head_refused_by_init
 
 import attnlab  # noqa: E402
 from attnlab.cli import main  # noqa: E402
@@ -305,13 +305,7 @@ def test_train_lm_refuses_a_tied_config_with_its_own_head_before_the_run_directo
 
         torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
         (d / "model.safetensors").unlink()
-    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
-    out = tmp_path / "run"
-    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
-                 "--out", str(out), "--max-steps", "1"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"--init {d}: tie_word_embeddings is true" in err, err
-    assert not out.exists()
+    _tied_head_refused_by_init(d, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("form, change, needle", [
