@@ -127,6 +127,26 @@ def mfu(ms: float | None, flops: float, s: dict, peak_tflops: float) -> float | 
     return 100 * flops * s["batch"] * s["block"] / (ms / 1e3) / (peak_tflops * 1e12)
 
 
+# What fresh_caches and main set in os.environ for the processes they start; put back as it
+# was when main ends, so that a caller's later compiles (a test in the same pytest process) do
+# not write into the removed cache directory, which they would make again, left in /tmp.
+SET_FOR_THE_RUNS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "PYTHONUTF8")
+
+
+@contextlib.contextmanager
+def environment_kept(names=SET_FOR_THE_RUNS):
+    """Restores the variables ``names`` of os.environ (set, changed or unset) on the way out."""
+    kept = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in kept.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def fresh_caches(root: Path, name: str) -> None:
     """Empty inductor and Triton caches for what compiles next (here, and in the processes
     started after): every compile time is a fresh machine's, not a second run's."""
@@ -462,6 +482,11 @@ def device_line(device: torch.device) -> str:
 
 
 def main() -> None:
+    with environment_kept():
+        _main()
+
+
+def _main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nanogpt", type=Path, default=os.environ.get("NANOGPT"),
                     help="a nanoGPT checkout (default: $NANOGPT)")

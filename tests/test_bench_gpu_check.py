@@ -96,6 +96,9 @@ def test_gpu_lm_writes_each_whole_run_to_its_json_as_it_ends(tmp_path, monkeypat
 
     monkeypatch.setattr(gpu_lm, "attnlab_train", attnlab_train)
     monkeypatch.delenv("NANOGPT", raising=False)
+    set_for_the_runs = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "PYTHONUTF8")
+    for name in set_for_the_runs:
+        monkeypatch.delenv(name, raising=False)
     saved = tmp_path / "gpu_lm.json"
     monkeypatch.setattr(sys, "argv", ["gpu_lm", "--quick", "--skip-step", "--runs", "eager",
                                       "compiled", "--json", str(saved)])
@@ -105,6 +108,9 @@ def test_gpu_lm_writes_each_whole_run_to_its_json_as_it_ends(tmp_path, monkeypat
     part_way = json.loads(saved.read_text())
     assert part_way["runs"]["attnlab eager"]["val"] == 1.25
     assert "no CUDA" in part_way["meta"]["device"]  # what it was measured on, saved part way
+    # its caches' directory is gone: a later compile in this process must not make it again
+    # (a gpu-lm-caches-* directory left in /tmp by every run of the suite)
+    assert [os.environ.get(name) for name in set_for_the_runs] == [None, None, None]
 
 
 @pytest.mark.slow
