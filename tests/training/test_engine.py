@@ -309,8 +309,8 @@ def work(fabric):
         print("equal" if torch.equal(weights[0], weights[1]) else f"differ: {weights}")
 
 
-if __name__ == "__main__":  # "ddp": this process is rank 0 and starts one more (spawn: two)
-    Fabric(accelerator="cpu", devices=2, strategy="ddp").launch(work)
+if __name__ == "__main__":  # two processes forked from this one: its imports paid once
+    Fabric(accelerator="cpu", devices=2, strategy="ddp_fork").launch(work)
 '''
 
 
