@@ -49,11 +49,16 @@ def test_an_epochs_run_of_one_process_resumed_on_two_is_refused(tmp_path, capsys
 
 
 @pytest.mark.slow  # trains two DDP processes
-def test_an_epochs_run_of_two_processes_resumed_on_one_is_refused(tmp_path, capsys):
+def test_an_epochs_run_of_two_processes_resumed_on_one_is_refused_and_trains_to_max_steps(
+        tmp_path, capsys):
+    """Refused, the run left as it was; then a user who lost a node continues with the way
+    out the refusal names: the budget becomes --max-steps, recorded so, and the run trains to
+    that step on one process, which takes the run's 2 batches a step (--accumulate 2). One
+    DDP run for both: its launch is most of the test's time."""
     out = tmp_path / "run"
     data = write_reviews(tmp_path / "reviews.csv")
     tiny = ["--data", str(data), "--batch-size", "16", "--model-dim", "16", "--num-heads", "2",
-            "--threads", "1"]
+            "--num-layers", "1", "--dim-feedforward", "32", "--threads", "1"]
     done = train_ddp("classify", out, "--epochs", "1", *tiny)
     assert done.returncode == 0, done.stderr
     before = _checksums(out)
@@ -68,23 +73,13 @@ def test_an_epochs_run_of_two_processes_resumed_on_one_is_refused(tmp_path, caps
             ) in line, line
     assert _checksums(out) == before
 
-
-@pytest.mark.slow  # trains two DDP processes
-def test_an_epochs_run_resumed_on_two_processes_with_max_steps_trains_to_them(tmp_path, capsys):
-    """A user who lost a node (or gained one) continues with the way out the refusal names:
-    the budget becomes --max-steps, recorded so, and the run trains to that step (the run
-    takes 2 batches a step, which two processes share: one each)."""
-    out = tmp_path / "run"
-    args = [*TINY_REVERSE[2:], "--no-early-stop"]
-    assert main(["train", "reverse", "--out", str(out), *args, "--epochs", "1",
-                 "--accumulate", "2", "--accelerator", "cpu"]) == 0
-    capsys.readouterr()
-    done = train_ddp("reverse", out, *args, "--resume", "--max-steps", "12")
-    assert done.returncode == 0, done.stderr
+    steps = json.loads((out / "metrics.json").read_text())["steps"] + 2
+    assert main(["train", "classify", "--out", str(out), "--resume", "--max-steps", str(steps),
+                 "--devices", "1", *tiny]) == 0
     saved = read_yaml(out / "config.yaml")
     assert (saved["max_steps"], saved["epochs"], saved["devices"], saved["accumulate"]) == (
-        12, None, 2, 1), saved
-    assert json.loads((out / "metrics.json").read_text())["steps"] == 12
+        steps, None, 1, 2), saved
+    assert json.loads((out / "metrics.json").read_text())["steps"] == steps
 
 
 def test_an_older_epochs_run_is_not_refused_on_another_number_of_processes():
