@@ -243,7 +243,8 @@ def test_torchrun_prepares_an_lm_corpus_once_and_writes_one_run(tmp_path, spawn)
     args = ["--data", str(corpus), "--accelerator", "cpu", "--max-steps", "3",
             "--num-layers", "1", "--model-dim", "16", "--num-heads", "2", "--block-size", "16",
             "--val-batches", "2", "--warmup", "1", "--threads", "1"]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # TMPDIR: torchrun's agent makes a torchelastic_* log directory there and leaves it
+    env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     for key in LAUNCHER_KEYS:
         env.pop(key, None)
     torchrun_bin = Path(sys.executable).with_name("torchrun")
@@ -262,3 +263,4 @@ def test_torchrun_prepares_an_lm_corpus_once_and_writes_one_run(tmp_path, spawn)
     two = tmp_path / "two"
     assert (two / "checkpoints" / "last.ckpt").is_file() and (two / "metrics.json").is_file()
     assert not (two / ".launched").exists()
+    assert [p.name for p in tmp_path.glob("torchelastic_*")], "torchrun's logs were elsewhere"
