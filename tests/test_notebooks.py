@@ -157,6 +157,8 @@ def test_a_notebook_runs_from_top_to_bottom_at_its_test_sizes(path, tmp_path, ke
     ran = execute(path, overrides=small_parameters(nb), cwd=tmp_path / "run", timeout=600,
                   kernel=kernel)
     assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
+    if path.stem == "07_pretrained":  # what it saves is beside it, not left behind in /tmp
+        assert (tmp_path / "run" / "07_pretrained_files" / "exported-gpt2").is_dir()
     cells = dict(zip(rerun, ran.cells[len(ran.cells) - len(rerun):]))
     if "attention" in cells:
         first = next(c for c in ran.cells if c.id == nb.cells[rerun["attention"]].id)
