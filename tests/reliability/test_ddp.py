@@ -13,6 +13,7 @@ from attnlab.settings import epoch_steps
 from attnlab.tasks import get_task
 
 from .conftest import start_ddp, train_ddp
+from .test_ddp_seeds import rank_states
 
 pytestmark = pytest.mark.slow  # trains with two DDP processes
 
@@ -59,13 +60,18 @@ def test_ddp_logs_the_mean_of_both_processes_not_rank_zeros_half(tmp_path):
 
 def test_an_epoch_under_ddp_is_one_pass_over_the_data_not_one_per_process(tmp_path):
     """--epochs 1 over 64 examples with two processes of 8: 4 steps of 16 examples, each
-    example once (not 8 steps, two passes); --epochs 2 with --accumulate 2: steps of 32."""
+    example once (not 8 steps, two passes); --epochs 2 with --accumulate 2: steps of 32.
+    With dropout, each process draws its own masks (both drew the same ones from the run's
+    --seed, reverse's batches all of one shape, their random states equal): the check of
+    test_ddp_seeds.py for a run started on two processes, read from this launch."""
     args = ["--train-size", "64", "--val-size", "16", "--test-size", "16", "--model-dim", "16",
             "--num-heads", "2", "--warmup", "1", "--threads", "1", "--batch-size", "8",
-            "--no-early-stop"]
+            "--no-early-stop", "--dropout", "0.3"]
     proc = train_ddp("reverse", tmp_path / "ddp", *args, "--epochs", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((tmp_path / "ddp" / "metrics.json").read_text())["steps"] == 4
+    first, second = rank_states(tmp_path / "ddp")
+    assert not torch.equal(first, second)
     cfg = get_task("classify").config(epochs=2, accumulate=2, devices=2, strategy="ddp")
     assert epoch_steps(cfg, 10, cfg.epochs) == 2 * 3  # 5 batches a process: steps of 2, 2, 1
 
