@@ -110,10 +110,11 @@ class SafetensorsTensors:
 
     Examples:
         >>> import tempfile, safetensors.torch
-        >>> path = Path(tempfile.mkdtemp()) / "w.safetensors"
-        >>> safetensors.torch.save_file({"w": torch.arange(6.0).view(2, 3)}, path)
-        >>> with SafetensorsTensors([path]) as tensors:
-        ...     tensors.shape("w"), tensors.read("w", torch.empty(2, 3))[1].tolist()
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = Path(folder) / "w.safetensors"
+        ...     safetensors.torch.save_file({"w": torch.arange(6.0).view(2, 3)}, path)
+        ...     with SafetensorsTensors([path]) as tensors:
+        ...         tensors.shape("w"), tensors.read("w", torch.empty(2, 3))[1].tolist()
         ((2, 3), [3.0, 4.0, 5.0])
     """
 
