@@ -35,7 +35,7 @@ from .errors import UsageError
 from .paths import PATH_METAVARS, empty_message
 from .runs import integer
 
-__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "decay_fits", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
            "check_schedule", "schedule_takes", "steps_of_epochs", "epoch_steps", "processes",
@@ -435,6 +435,37 @@ def check_schedule(cfg: dict[str, Any]) -> None:
         cfg["cooldown"] = WSD_COOLDOWN
     if schedule in ("wsd", "linear") and min_lr is None:
         cfg["min_lr"] = 0.0
+
+
+def decay_fits(cfg: dict[str, Any]) -> str | None:
+    """The rule of --weight-decay against the learning rate. Decoupled weight decay (AdamW's;
+    Muon's as PyTorch writes it) multiplies each weight matrix by 1 - rate·decay at every
+    step, so a rate·decay of 1 or more sets the matrices to zero, or flips their sign, at
+    every step at that rate, without an error (a decay of 1000 with --lr 1e-3). The rate is
+    the highest a step trains at: --lr, or under --schedule noam, where --lr is the factor,
+    Noam's peak --lr·D^-0.5·max(1, warmup)^-0.5; with --optimizer muon also --muon-lr, Muon's
+    (its factor under Noam). The message naming the flags, or None where it holds.
+
+    Examples:
+        >>> decay_fits({"weight_decay": 0.1, "lr": 1e-3, "schedule": "cosine"}) is None
+        True
+        >>> decay_fits({"weight_decay": 1000, "lr": 1e-3, "schedule": "cosine"})[:49]
+        '--weight-decay 1000 with a learning rate of 0.001'
+    """
+    decay = float(cfg.get("weight_decay") or 0.0)
+    factors = [cfg["lr"]]
+    if cfg.get("optimizer") == "muon" and cfg.get("muon_lr") is not None:
+        factors.append(cfg["muon_lr"])
+    # Noam's rate is highest at step warmup (its step 0 counts as 1): factor·D^-0.5·W^-0.5
+    scale = ((cfg["model_dim"] * max(1, cfg["warmup"])) ** -0.5
+             if cfg.get("schedule") == "noam" else 1.0)
+    rate = max(factors) * scale
+    if decay * rate < 1:
+        return None
+    return (f"--weight-decay {decay:g} with a learning rate of {rate:g}: each step would "
+            f"multiply the weight matrices by 1 - rate × decay = {1 - rate * decay:g} "
+            f"(decoupled weight decay, AdamW's), {'erasing' if rate * decay == 1 else 'flipping'}"
+            f" them; give a --weight-decay below {1 / rate:g}")
 
 
 def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str,
