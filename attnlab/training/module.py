@@ -146,7 +146,9 @@ def decay_groups(module: nn.Module, weight_decay: float, *,
                  decay_tokens: bool = False) -> list[dict[str, Any]]:
     """``module``'s trainable parameters in two AdamW groups: the matrices (linear layers'
     weights, token embeddings) with ``weight_decay``, and the rest — biases, norms' scales,
-    learned position tables, class tokens (``learned_token``) — without (the GPT recipe:
+    learned position tables (``LearnedPositionalEncoding``'s: a pretrained BERT's
+    ``position_embeddings`` is an embedding and decayed, as transformers' ``Trainer`` decays
+    it), class tokens (``learned_token``) — without (the GPT recipe:
     decaying a norm's scale or a bias pulls it towards a value that means nothing, and a
     position table or a class token is added or read, not multiplied). A parameter shared by
     two modules (tied embeddings) is listed once; one whose ``id`` is in ``leave`` (another
