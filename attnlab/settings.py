@@ -437,14 +437,15 @@ def check_schedule(cfg: dict[str, Any]) -> None:
         cfg["min_lr"] = 0.0
 
 
-def decay_fits(cfg: dict[str, Any]) -> str | None:
+def decay_fits(cfg: dict[str, Any], *, name: str = "--weight-decay") -> str | None:
     """The rule of --weight-decay against the learning rate. Decoupled weight decay (AdamW's;
     Muon's as PyTorch writes it) multiplies each weight matrix by 1 - rate·decay at every
     step, so a rate·decay of 1 or more sets the matrices to zero, or flips their sign, at
     every step at that rate, without an error (a decay of 1000 with --lr 1e-3). The rate is
     the highest a step trains at: --lr, or under --schedule noam, where --lr is the factor,
     Noam's peak --lr·D^-0.5·max(1, warmup)^-0.5; with --optimizer muon also --muon-lr, Muon's
-    (its factor under Noam). The message naming the flags, or None where it holds.
+    (its factor under Noam). The message naming the flag (``name``: the course's
+    ``TransformerPredictor`` names its argument), or None where it holds.
 
     Examples:
         >>> decay_fits({"weight_decay": 0.1, "lr": 1e-3, "schedule": "cosine"}) is None
@@ -462,10 +463,10 @@ def decay_fits(cfg: dict[str, Any]) -> str | None:
     rate = max(factors) * scale
     if decay * rate < 1:
         return None
-    return (f"--weight-decay {decay:g} with a learning rate of {rate:g}: each step would "
-            f"multiply the weight matrices by 1 - rate × decay = {1 - rate * decay:g} "
-            f"(decoupled weight decay, AdamW's), {'erasing' if rate * decay == 1 else 'flipping'}"
-            f" them; give a --weight-decay below {1 / rate:g}")
+    return (f"{name} {decay:g} with a learning rate of {rate:g}: each step would multiply "
+            f"the weight matrices by 1 - rate × decay = {1 - rate * decay:g} (decoupled "
+            f"weight decay, AdamW's), {'erasing' if rate * decay == 1 else 'flipping'} them; "
+            f"give a {name} below {1 / rate:g}")
 
 
 def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str,
