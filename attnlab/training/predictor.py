@@ -160,10 +160,25 @@ class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.Li
         cfg = {"lr": hp.lr, "warmup": hp.warmup, "schedule": hp.schedule,
                "weight_decay": hp.weight_decay}
         # weight decay on the matrices only, as attnlab train's (module.decay_groups)
-        opt, sched = make_optimizer(optimizer_groups(self, cfg), cfg, model_dim=hp.model_dim,
+        groups = optimizer_groups(self, cfg)
+        # fit(ckpt_path=...) of a checkpoint saved when every parameter was decayed, in one
+        # group: resumed as it trained, as attnlab train --resume does (engine's
+        # _groups_saved); not a model only loaded (load_from_checkpoint) and trained afresh
+        resuming = self._trainer is not None and self._trainer.ckpt_path
+        if resuming and getattr(self, "_saved_groups", None) == 1 and len(groups) != 1:
+            groups = list(self.parameters())
+        opt, sched = make_optimizer(groups, cfg, model_dim=hp.model_dim,
                                     max_steps=hp.max_iters, fused=self._fused())
         # stepped every iteration, not every epoch, as in the course
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """``trainer.fit(ckpt_path=...)`` calls this before ``configure_optimizers``: the
+        number of parameter groups the checkpoint's optimiser was saved with, which that
+        builds (docs/compatibility.md)."""
+        super().on_load_checkpoint(checkpoint)
+        states = checkpoint.get("optimizer_states") or [{}]
+        self._saved_groups = len(states[0].get("param_groups", ())) or None
 
     def training_step(self, batch, batch_idx):
         inputs, labels = batch
