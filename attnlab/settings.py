@@ -295,7 +295,10 @@ class TrainSettings:
                                        f"to --min-lr (default {WSD_COOLDOWN})", absent=None)
     grad_clip: float = setting(1.0, help="gradient-norm clipping (0: off)", low=0)
     weight_decay: float = setting(0.0, help="AdamW weight decay, on matrices only (not biases, "
-                                            "norms or learned positions)", low=0,
+                                            "norms or learned positions; a pretrained "
+                                            "BERT's (--init) position and token-type "
+                                            "tables are decayed, as transformers' Trainer "
+                                            "decays them)", low=0,
                            absent=0.0)
     beta1: float = setting(0.9, help="AdamW's first-moment decay (its momentum; "
                                      "PyTorch's 0.9, the papers' and Noam's too)", low=0,

@@ -6,7 +6,9 @@ name. The optimiser is AdamW with a warm-up schedule stepped every iteration: th
 cosine warm-up (``schedule: cosine``), the paper's Noam schedule (``schedule: noam``; then
 --lr is the Noam factor), or one that decays to ``min_lr`` (nanoGPT's cosine, wsd, linear,
 constant: ``make_scheduler``). Weight decay, where a run sets it, applies to matrices only (the
-GPT recipe): not to biases, norms, learned positions or class tokens (``decay_groups``).
+GPT recipe): not to biases, norms, learned positions or class tokens (``decay_groups``); a
+pretrained BERT's (--init) position and token-type tables are embeddings, and decayed, as
+transformers' ``Trainer`` decays them.
 ``--optimizer muon`` gives the blocks' weight matrices to Muon instead, in one optimiser with
 AdamW (``attnlab.training.muon``).
 
