@@ -287,7 +287,9 @@ class TrainSettings:
                             help="learning-rate schedule (docs/schedules.md): cosine (the "
                                  "course's; with --min-lr, nanoGPT's), noam, wsd "
                                  "(warm-up-stable-decay), linear, constant")
-    min_lr: float = min_lr_setting("the rate the schedule ends at; cosine with it decays "
+    min_lr: float = min_lr_setting("the rate the schedule ends at (AdamW's; under "
+                                   "--optimizer muon Muon's ends at --muon-lr × --min-lr / "
+                                   "--lr); cosine with it decays "
                                    "from the end of warm-up (nanoGPT's), without it from step "
                                    "0 to 0 (the course's); wsd and linear default to 0",
                                    absent=None)

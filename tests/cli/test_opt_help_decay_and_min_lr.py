@@ -27,3 +27,9 @@ def test_weight_decay_help_names_the_pretrained_bert_tables(capsys):
     assert "a pretrained BERT's (--init) position and token-type tables" in entry, entry
     assert "a pretrained BERT's position and token-type tables" in _docs()
 
+
+def test_min_lr_help_says_where_muons_rate_ends(capsys):
+    entry = _help(capsys).split(" --min-lr F ", 1)[1].split(" --cooldown F ", 1)[0]
+    assert "--muon-lr × --min-lr / --lr" in entry, entry
+    docs = _docs().split("`--min-lr F` (", 1)[1].split("`--cooldown F`", 1)[0]
+    assert "--muon-lr × --min-lr / --lr" in docs, docs
