@@ -450,7 +450,8 @@ def decay_fits(cfg: dict[str, Any], *, name: str = "--weight-decay") -> str | No
     the highest a step trains at: --lr, or under --schedule noam, where --lr is the factor,
     Noam's peak --lr·D^-0.5·max(1, warmup)^-0.5; with --optimizer muon also --muon-lr, Muon's
     (its factor under Noam). The message naming the flag (``name``: the course's
-    ``TransformerPredictor`` names its argument), or None where it holds.
+    ``TransformerPredictor`` names its argument, and its ``lr``) and where the rate comes
+    from, or None where it holds.
 
     Examples:
         >>> decay_fits({"weight_decay": 0.1, "lr": 1e-3, "schedule": "cosine"}) is None
@@ -459,19 +460,26 @@ def decay_fits(cfg: dict[str, Any], *, name: str = "--weight-decay") -> str | No
         '--weight-decay 1000 with a learning rate of 0.001'
     """
     decay = float(cfg.get("weight_decay") or 0.0)
-    factors = [cfg["lr"]]
+    factors = {"lr": cfg["lr"]}
     if cfg.get("optimizer") == "muon" and cfg.get("muon_lr") is not None:
-        factors.append(cfg["muon_lr"])
-    # Noam's rate is highest at step warmup (its step 0 counts as 1): factor·D^-0.5·W^-0.5
-    scale = ((cfg["model_dim"] * max(1, cfg["warmup"])) ** -0.5
-             if cfg.get("schedule") == "noam" else 1.0)
-    rate = max(factors) * scale
+        factors["muon_lr"] = cfg["muon_lr"]
+    source = max(factors, key=factors.get)  # --lr where they are equal
+    called = f"--{source.replace('_', '-')}" if name.startswith("--") else source
+    rate, origin = factors[source], called
+    if cfg.get("schedule") == "noam":
+        # Noam's rate is highest at step warmup (its step 0 counts as 1): factor·D^-0.5·W^-0.5
+        width, warmup = cfg["model_dim"], max(1, cfg["warmup"])
+        rate *= (width * warmup) ** -0.5
+        origin = (f"Noam's peak, {called} × D^-½ × warmup^-½ = {factors[source]:g} × "
+                  f"{width}^-½ × {warmup}^-½")
     if decay * rate < 1:
         return None
-    return (f"{name} {decay:g} with a learning rate of {rate:g}: each step would multiply "
-            f"the weight matrices by 1 - rate × decay = {1 - rate * decay:g} (decoupled "
-            f"weight decay, AdamW's), {'erasing' if rate * decay == 1 else 'flipping'} them; "
-            f"give a {name} below {1 / rate:g}")
+    whose = "Muon's" if source == "muon_lr" else "AdamW's"
+    return (f"{name} {decay:g} with a learning rate of {rate:g} ({origin}): each step would "
+            f"multiply the weight matrices by 1 - rate × decay = {1 - rate * decay:g} "
+            f"(decoupled weight decay, {whose}), "
+            f"{'erasing' if rate * decay == 1 else 'flipping'} them; give a {name} below "
+            f"{1 / rate:g}")
 
 
 def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str,

@@ -31,6 +31,6 @@ def test_a_decay_that_would_erase_the_matrices_is_refused_when_built():
     with pytest.raises(ValueError) as caught:
         TransformerPredictor(10, 16, 10, 2, 1, lr=1e-3, warmup=0, max_iters=20,
                              weight_decay=1000.0)
-    assert str(caught.value).startswith("weight_decay 1000 with a learning rate of 0.001: "
-                                        "each step would multiply the weight matrices by "
-                                        "1 - rate × decay = 0")
+    assert str(caught.value).startswith("weight_decay 1000 with a learning rate of 0.001 "
+                                        "(lr): each step would multiply the weight matrices "
+                                        "by 1 - rate × decay = 0")

@@ -2,7 +2,8 @@
 matrix by 1 - rate·decay at every step, so a decay of 1000 with --lr 1e-3 set every matrix
 to zero at the first step at the peak (and 20 with --lr 0.1 flipped their sign each step),
 and the run finished with exit 0 and a model of zeros. Now refused, in one line naming the
-flag, before a run directory is written; a decay whose product with the rate is below 1
+flag and where the rate comes from (--lr, --muon-lr, Noam's peak), before a run directory is
+written; a decay whose product with the rate is below 1
 still trains."""
 import pytest
 import torch
@@ -13,25 +14,32 @@ from attnlab.training.module import make_optimizer
 
 @pytest.mark.parametrize("flags, message", [
     (["--weight-decay", "1000", "--lr", "0.001"],
-     "--weight-decay 1000 with a learning rate of 0.001: each step would multiply the weight "
-     "matrices by 1 - rate × decay = 0 (decoupled weight decay, AdamW's), erasing them; give "
-     "a --weight-decay below 1000"),
+     "--weight-decay 1000 with a learning rate of 0.001 (--lr): each step would multiply the "
+     "weight matrices by 1 - rate × decay = 0 (decoupled weight decay, AdamW's), erasing "
+     "them; give a --weight-decay below 1000"),
     (["--weight-decay", "20", "--lr", "0.1"],
-     "--weight-decay 20 with a learning rate of 0.1: each step would multiply the weight "
-     "matrices by 1 - rate × decay = -1 (decoupled weight decay, AdamW's), flipping them; "
-     "give a --weight-decay below 10"),
-    # Muon's rate counts too: --muon-lr 0.5 with a decay of 4
+     "--weight-decay 20 with a learning rate of 0.1 (--lr): each step would multiply the "
+     "weight matrices by 1 - rate × decay = -1 (decoupled weight decay, AdamW's), flipping "
+     "them; give a --weight-decay below 10"),
+    # Muon's rate counts too, and is named: --muon-lr 0.5 with a decay of 4
     (["--weight-decay", "4", "--optimizer", "muon", "--muon-lr", "0.5"],
-     "--weight-decay 4 with a learning rate of 0.5: each step would multiply the weight "
-     "matrices by 1 - rate × decay = -1 (decoupled weight decay, AdamW's), flipping them; "
-     "give a --weight-decay below 2"),
+     "--weight-decay 4 with a learning rate of 0.5 (--muon-lr): each step would multiply the "
+     "weight matrices by 1 - rate × decay = -1 (decoupled weight decay, Muon's), flipping "
+     "them; give a --weight-decay below 2"),
     # Noam: --lr is the factor; the peak is 4 · 16^-0.5 · 4^-0.5 = 0.5
     (["--schedule", "noam", "--lr", "4", "--model-dim", "16", "--num-heads", "2",
       "--warmup", "4", "--weight-decay", "2"],
-     "--weight-decay 2 with a learning rate of 0.5: each step would multiply the weight "
-     "matrices by 1 - rate × decay = 0 (decoupled weight decay, AdamW's), erasing them; give "
-     "a --weight-decay below 2"),
-], ids=["zero", "flip", "muon", "noam"])
+     "--weight-decay 2 with a learning rate of 0.5 (Noam's peak, --lr × D^-½ × warmup^-½ = "
+     "4 × 16^-½ × 4^-½): each step would multiply the weight matrices by 1 - rate × decay = "
+     "0 (decoupled weight decay, AdamW's), erasing them; give a --weight-decay below 2"),
+    # Muon's factor under Noam: 8 · 16^-0.5 · 4^-0.5 = 1, above --lr's peak
+    (["--schedule", "noam", "--lr", "1", "--model-dim", "16", "--num-heads", "2",
+      "--warmup", "4", "--optimizer", "muon", "--muon-lr", "8", "--weight-decay", "1"],
+     "--weight-decay 1 with a learning rate of 1 (Noam's peak, --muon-lr × D^-½ × "
+     "warmup^-½ = 8 × 16^-½ × 4^-½): each step would multiply the weight matrices by "
+     "1 - rate × decay = 0 (decoupled weight decay, Muon's), erasing them; give a "
+     "--weight-decay below 1"),
+], ids=["zero", "flip", "muon", "noam", "noam-muon"])
 def test_a_decay_that_erases_the_matrices_is_one_line_before_a_run_directory(
         flags, message, tmp_path, capsys):
     out = tmp_path / "run"
