@@ -35,7 +35,7 @@ from .errors import UsageError
 from .paths import PATH_METAVARS, empty_message
 from .runs import integer
 
-__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
+__all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "decay_fits", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
            "fractions_leave_training", "nodes_leave_a_test_node", "set_size_fits", "seed_setting", "threads_setting", "beam_setting",
            "length_penalty_setting", "label_smoothing_setting", "held_out_setting", "min_lr_setting", "cooldown_setting",
            "check_schedule", "schedule_takes", "steps_of_epochs", "epoch_steps", "processes",
@@ -287,7 +287,9 @@ class TrainSettings:
                             help="learning-rate schedule (docs/schedules.md): cosine (the "
                                  "course's; with --min-lr, nanoGPT's), noam, wsd "
                                  "(warm-up-stable-decay), linear, constant")
-    min_lr: float = min_lr_setting("the rate the schedule ends at; cosine with it decays "
+    min_lr: float = min_lr_setting("the rate the schedule ends at (AdamW's; under "
+                                   "--optimizer muon Muon's ends at --muon-lr × --min-lr / "
+                                   "--lr); cosine with it decays "
                                    "from the end of warm-up (nanoGPT's), without it from step "
                                    "0 to 0 (the course's); wsd and linear default to 0",
                                    absent=None)
@@ -295,7 +297,10 @@ class TrainSettings:
                                        f"to --min-lr (default {WSD_COOLDOWN})", absent=None)
     grad_clip: float = setting(1.0, help="gradient-norm clipping (0: off)", low=0)
     weight_decay: float = setting(0.0, help="AdamW weight decay, on matrices only (not biases, "
-                                            "norms or learned positions)", low=0,
+                                            "norms or learned positions; a pretrained "
+                                            "BERT's (--init) position and token-type "
+                                            "tables are decayed, as transformers' Trainer "
+                                            "decays them)", low=0,
                            absent=0.0)
     beta1: float = setting(0.9, help="AdamW's first-moment decay (its momentum; "
                                      "PyTorch's 0.9, the papers' and Noam's too)", low=0,
@@ -435,6 +440,46 @@ def check_schedule(cfg: dict[str, Any]) -> None:
         cfg["cooldown"] = WSD_COOLDOWN
     if schedule in ("wsd", "linear") and min_lr is None:
         cfg["min_lr"] = 0.0
+
+
+def decay_fits(cfg: dict[str, Any], *, name: str = "--weight-decay") -> str | None:
+    """The rule of --weight-decay against the learning rate. Decoupled weight decay (AdamW's;
+    Muon's as PyTorch writes it) multiplies each weight matrix by 1 - rate·decay at every
+    step, so a rate·decay of 1 or more sets the matrices to zero, or flips their sign, at
+    every step at that rate, without an error (a decay of 1000 with --lr 1e-3). The rate is
+    the highest a step trains at: --lr, or under --schedule noam, where --lr is the factor,
+    Noam's peak --lr·D^-0.5·max(1, warmup)^-0.5; with --optimizer muon also --muon-lr, Muon's
+    (its factor under Noam). The message naming the flag (``name``: the course's
+    ``TransformerPredictor`` names its argument, and its ``lr``) and where the rate comes
+    from, or None where it holds.
+
+    Examples:
+        >>> decay_fits({"weight_decay": 0.1, "lr": 1e-3, "schedule": "cosine"}) is None
+        True
+        >>> decay_fits({"weight_decay": 1000, "lr": 1e-3, "schedule": "cosine"})[:49]
+        '--weight-decay 1000 with a learning rate of 0.001'
+    """
+    decay = float(cfg.get("weight_decay") or 0.0)
+    factors = {"lr": cfg["lr"]}
+    if cfg.get("optimizer") == "muon" and cfg.get("muon_lr") is not None:
+        factors["muon_lr"] = cfg["muon_lr"]
+    source = max(factors, key=factors.get)  # --lr where they are equal
+    called = f"--{source.replace('_', '-')}" if name.startswith("--") else source
+    rate, origin = factors[source], called
+    if cfg.get("schedule") == "noam":
+        # Noam's rate is highest at step warmup (its step 0 counts as 1): factor·D^-0.5·W^-0.5
+        width, warmup = cfg["model_dim"], max(1, cfg["warmup"])
+        rate *= (width * warmup) ** -0.5
+        origin = (f"Noam's peak, {called} × D^-½ × warmup^-½ = {factors[source]:g} × "
+                  f"{width}^-½ × {warmup}^-½")
+    if decay * rate < 1:
+        return None
+    whose = "Muon's" if source == "muon_lr" else "AdamW's"
+    return (f"{name} {decay:g} with a learning rate of {rate:g} ({origin}): each step would "
+            f"multiply the weight matrices by 1 - rate × decay = {1 - rate * decay:g} "
+            f"(decoupled weight decay, {whose}), "
+            f"{'erasing' if rate * decay == 1 else 'flipping'} them; give a {name} below "
+            f"{1 / rate:g}")
 
 
 def optimizer_fits(optimizer: str, muon_lr: float | None, strategy: str,

@@ -16,7 +16,7 @@ from ..errors import Interrupted, RankFailed, UsageError
 from ..paths import check_named, check_output
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_typed, check,
-                        check_schedule, flag, heads_divide_width, later_process,
+                        check_schedule, decay_fits, flag, heads_divide_width, later_process,
                         monitoring_fits, optimizer_fits, schedule_takes, value_text)
 from ..tasks import SHARED_DEFAULTS, available_tasks, get_task
 from . import partial_copy, preflight
@@ -82,6 +82,8 @@ def validate_shared(cfg: dict[str, Any], task=None) -> None:
     check_schedule(cfg)
     if broken := optimizer_fits(cfg["optimizer"], cfg.get("muon_lr"), cfg["strategy"],
                                 cfg.get("weight_decay") or 0.0):
+        raise UsageError(broken)
+    if broken := decay_fits(cfg):
         raise UsageError(broken)
     if task is None or task.heads_split_width(cfg):
         if broken := heads_divide_width(cfg["model_dim"], cfg["num_heads"]):

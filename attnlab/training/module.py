@@ -6,7 +6,9 @@ name. The optimiser is AdamW with a warm-up schedule stepped every iteration: th
 cosine warm-up (``schedule: cosine``), the paper's Noam schedule (``schedule: noam``; then
 --lr is the Noam factor), or one that decays to ``min_lr`` (nanoGPT's cosine, wsd, linear,
 constant: ``make_scheduler``). Weight decay, where a run sets it, applies to matrices only (the
-GPT recipe): not to biases, norms, learned positions or class tokens (``decay_groups``).
+GPT recipe): not to biases, norms, learned positions or class tokens (``decay_groups``); a
+pretrained BERT's (--init) position and token-type tables are embeddings, and decayed, as
+transformers' ``Trainer`` decays them.
 ``--optimizer muon`` gives the blocks' weight matrices to Muon instead, in one optimiser with
 AdamW (``attnlab.training.muon``).
 
@@ -146,7 +148,9 @@ def decay_groups(module: nn.Module, weight_decay: float, *,
                  decay_tokens: bool = False) -> list[dict[str, Any]]:
     """``module``'s trainable parameters in two AdamW groups: the matrices (linear layers'
     weights, token embeddings) with ``weight_decay``, and the rest — biases, norms' scales,
-    learned position tables, class tokens (``learned_token``) — without (the GPT recipe:
+    learned position tables (``LearnedPositionalEncoding``'s: a pretrained BERT's
+    ``position_embeddings`` is an embedding and decayed, as transformers' ``Trainer`` decays
+    it), class tokens (``learned_token``) — without (the GPT recipe:
     decaying a norm's scale or a bias pulls it towards a value that means nothing, and a
     position table or a class token is added or read, not multiplied). A parameter shared by
     two modules (tied embeddings) is listed once; one whose ``id`` is in ``leave`` (another

@@ -13,9 +13,9 @@ import lightning.pytorch as L
 import torch.nn.functional as F
 
 from ..models.predictor import ElementPredictor
-from ..settings import TrainSettings, check_argument
+from ..settings import TrainSettings, check_argument, decay_fits
 from .element import check_labels, element_metrics
-from .module import back_to_float32, exact_tables, make_optimizer
+from .module import back_to_float32, exact_tables, make_optimizer, optimizer_groups
 
 __all__ = ["TransformerPredictor", "element_metrics"]
 
@@ -113,12 +113,14 @@ class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.Li
         norm_first: pre-LN blocks.
         schedule: "cosine" (the course's), "noam", or one of `--schedule`'s others
             ("wsd", "linear", "constant": decaying to 0; docs/schedules.md).
-        weight_decay: AdamW weight decay (0, the course's Adam, by default).
+        weight_decay: AdamW weight decay (0, the course's Adam, by default), on the
+            matrices only, as ``attnlab train --weight-decay``'s: not biases or norms.
 
     Raises:
         ValueError: naming the argument, for a value ``attnlab train`` refuses in its flag
             (``lr`` not above 0, ``warmup`` below 0, ``max_iters`` below 1, a ``schedule``
-            it does not know, ``weight_decay`` below 0) or a model argument out of range;
+            it does not know, ``weight_decay`` below 0 or whose product with the rate is 1
+            or more) or a model argument out of range;
             when the model is built, not when ``trainer.fit`` first steps.
 
     Batches are ``(inputs, labels)``: inputs (B, T) integer symbols (one-hot encoded inside) or
@@ -146,6 +148,8 @@ class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.Li
                  weight_decay: float = 0.0) -> None:
         training = _training_arguments(lr=lr, warmup=warmup, max_iters=max_iters,
                                        schedule=schedule, weight_decay=weight_decay)
+        if broken := decay_fits({**training, "model_dim": model_dim}, name="weight_decay"):
+            raise ValueError(broken)
         super().__init__(input_dim, model_dim, num_classes, num_heads, num_layers, dropout,
                          input_dropout, dim_feedforward=dim_feedforward, norm_first=norm_first)
         self.save_hyperparameters()
@@ -155,10 +159,26 @@ class TransformerPredictor(_CPUBatches, _Float32AfterFit, ElementPredictor, L.Li
         hp = self.hparams
         cfg = {"lr": hp.lr, "warmup": hp.warmup, "schedule": hp.schedule,
                "weight_decay": hp.weight_decay}
-        opt, sched = make_optimizer(self.parameters(), cfg, model_dim=hp.model_dim,
+        # weight decay on the matrices only, as attnlab train's (module.decay_groups)
+        groups = optimizer_groups(self, cfg)
+        # fit(ckpt_path=...) of a checkpoint saved when every parameter was decayed, in one
+        # group: resumed as it trained, as attnlab train --resume does (engine's
+        # _groups_saved); not a model only loaded (load_from_checkpoint) and trained afresh
+        resuming = self._trainer is not None and self._trainer.ckpt_path
+        if resuming and getattr(self, "_saved_groups", None) == 1 and len(groups) != 1:
+            groups = list(self.parameters())
+        opt, sched = make_optimizer(groups, cfg, model_dim=hp.model_dim,
                                     max_steps=hp.max_iters, fused=self._fused())
         # stepped every iteration, not every epoch, as in the course
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """``trainer.fit(ckpt_path=...)`` calls this before ``configure_optimizers``: the
+        number of parameter groups the checkpoint's optimiser was saved with, which that
+        builds (docs/compatibility.md)."""
+        super().on_load_checkpoint(checkpoint)
+        states = checkpoint.get("optimizer_states") or [{}]
+        self._saved_groups = len(states[0].get("param_groups", ())) or None
 
     def training_step(self, batch, batch_idx):
         inputs, labels = batch

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -313,12 +313,15 @@ class PFNTagger(torch.nn.Module):
 
 def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
     """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps."""
-    from ...training.module import make_optimizer  # Lightning: loaded by training only
+    from ...training import module  # Lightning: loaded by training only
 
     torch.manual_seed(cfg.seed)
     pfn = PFNTagger()
-    opt, schedule = make_optimizer(pfn.parameters(), cfg, model_dim=cfg.model_dim,
-                                   max_steps=steps)
+    # the tagger's AdamW groups (--weight-decay on matrices only); a PFN has no Transformer
+    # blocks, so under --optimizer muon all of it is AdamW's
+    settings = replace(module.OptimizerSettings.of(cfg), optimizer="adamw")
+    opt, schedule = module.make_optimizer(module.optimizer_groups(pfn, settings), settings,
+                                          model_dim=cfg.model_dim, max_steps=steps)
     batches, step = JetBatches(train, cfg), 0
     while step < steps:
         for p4, y in batches:
