@@ -28,11 +28,12 @@ import os
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
-from .paths import PATH_METAVARS, empty_message
+from .paths import PATH_METAVARS, empty_message, entered
 from .runs import integer
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
@@ -883,7 +884,8 @@ def value_text(value: Any) -> str:
 
 
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
-               whole: str = "an integer", of_use: bool = True, in_file: bool = False) -> Any:
+               whole: str = "an integer", of_use: bool = True, in_file: bool = False,
+               beside: Path | None = None) -> Any:
     if value is None and meta["optional"]:
         return None
     if meta["choices"]:
@@ -904,6 +906,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
         value = str(value)  # YAML reads `label_column: 1` or `init: 5` as a number
     if meta.get("blank_why") and of_use and isinstance(value, str) and not value.strip():
         raise error(empty_message(shown, meta["blank_why"]))
+    if meta["metavar"] in PATH_METAVARS and of_use:  # a path, as a shell would hand it on
+        value = entered(value, shown, beside=beside)
     if kind is bool:
         if not isinstance(value, bool):
             raise error(f"{shown} must be true or false, got {value_text(value)}")
@@ -944,13 +948,15 @@ def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> Non
                                      UsageError, of_use=of_use)
 
 
-def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = False) -> None:
+def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = False,
+                 beside: Path | None = None) -> None:
     """Check every setting of ``cls`` that ``values`` holds — a run's ``config.yaml``, read
     back, or a ``--config`` file — against the same declaration ``check`` uses at train time;
     a ``UsageError`` names ``where`` (the file) and the key as the file spells it. A value
     outside a ``floor`` or ``cap`` but in range is a run's own (a recorded ``beam: 200``,
     above the cap): it loads; ``of_use`` (a ``--config`` file's values, about to be used) checks those
-    rules of use too, and leaves each value in ``values`` as ``check`` normalises it.
+    rules of use too, and leaves each value in ``values`` as ``check`` normalises it;
+    ``beside``, that file's directory, for its relative paths (``attnlab.paths.entered``).
 
     Examples:
         >>> check_record(TrainSettings, {"lr": 0}, "runs/r/config.yaml")
@@ -962,7 +968,8 @@ def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = Fals
     for f in dataclasses.fields(cls):
         if f.name in values:
             value = _check_one(f"{where}: {f.name}", values[f.name], types[f.name],
-                               f.metadata, UsageError, of_use=of_use, in_file=True)
+                               f.metadata, UsageError, of_use=of_use, in_file=True,
+                               beside=beside)
             if of_use:  # about to be used: as ``check`` reads it (``init: 5`` is the text 5)
                 values[f.name] = value
 
