@@ -115,7 +115,7 @@ PATHS_HELP = ("Paths: a leading ~ is your home directory, after --flag= and in a
 NOT_EXPANDED = "'~' is not expanded here (a path handed to a Python function)"
 
 # $NAME or ${NAME}: an environment variable that a shell would have expanded
-_VARIABLE = re.compile(r"\$(\w+|\{\w+\})")
+_VARIABLE = re.compile(r"\$([A-Za-z_]\w*|\{[A-Za-z_]\w*\})")
 
 
 def entered(value: str, name: str, *, beside: Path | None = None) -> str:
@@ -127,8 +127,8 @@ def entered(value: str, name: str, *, beside: Path | None = None) -> str:
     - A leading ``~`` or ``~user`` is expanded (``os.path.expanduser``), as the shell does for
       an unquoted word: ``--out=~/runs/r``, ``"~/data.csv"`` and ``data: ~/data.csv`` in a
       --config file name the home directory's, never a directory named ``~`` in the working
-      directory. (``~nobody``, a user this machine lacks, stays as it is, as in a shell, and
-      is refused where it would be written, ``check_output``.)
+      directory. ``~nobody``, a user this machine lacks, which a shell leaves as it is, is
+      refused (unless a file of that name is in the working directory).
     - An environment variable (``$HOME``, ``${DATA}``) is not expanded: a shell expands it
       unless it is quoted, and a --config file that needs one is better written out. A path
       holding one that is not there as typed is refused, naming the variable (and the path it
@@ -138,7 +138,8 @@ def entered(value: str, name: str, *, beside: Path | None = None) -> str:
       the file is refused, naming both, rather than reported missing or read from elsewhere.
 
     Raises:
-        UsageError: a variable as above; a --config path found only beside the file.
+        UsageError: ``~nobody``, a variable as above; a --config path found only beside the
+            file.
 
     Examples:
         >>> import os; home = os.path.expanduser("~")
@@ -150,6 +151,8 @@ def entered(value: str, name: str, *, beside: Path | None = None) -> str:
     if not isinstance(value, str):
         return value
     path = os.path.expanduser(value) if value.startswith("~") else value
+    if path.startswith("~"):  # ~nobody: a user this machine lacks, which no shell expands
+        _check_no_tilde(Path(path), name, "")
     variable = _VARIABLE.search(path)
     if variable and not os.path.lexists(path):
         meant = os.path.expandvars(path)
@@ -201,9 +204,9 @@ def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:
     nothing expanded (the path meant None where no home is known); None for another path."""
     parts = Path(path).parts
     first = parts[0] if parts else ""
-    home = os.path.expanduser(first) if first.startswith("~") else first
-    if not (first == "~" or home != first):
+    if not first.startswith("~"):
         return None
+    home = os.path.expanduser(first)
     return first, (Path(home, *parts[1:]) if home != first else None)
 
 
@@ -263,7 +266,8 @@ def _check_no_tilde(path: Path, flag: str, hint: str) -> None:
     if found is None or Path(found[0]).exists():
         return
     first, meant = found
-    why = NOT_EXPANDED if meant else f"no user {first[1:]!r} has a home directory here"
+    why = (NOT_EXPANDED if meant else "no home directory is known here" if first == "~"
+           else f"no user {first[1:]!r} has a home directory here")
     raise UsageError(f"{flag} {path}: {why}, so it would name {first!r} in "
                      f"{Path.cwd()}; "
                      f"{f'write it out in full, e.g. {meant}' if meant else 'write the full path'}"

@@ -186,3 +186,27 @@ def test_a_run_made_from_one_directory_is_evaluated_and_resumed_from_another(hom
                  "--max-steps", "4"]) == 0
     assert json.loads((run / "metrics.json").read_text())["steps"] == 4
     assert sorted(p.name for p in elsewhere.iterdir()) == ["latest"]
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["train", "reverse", "--out=~nosuchuser/runs/r"], "--out"),
+    (["evaluate", "~nosuchuser/runs/r"], "evaluate: DIR"),
+])
+def test_a_tilde_of_a_user_this_machine_lacks_is_refused(argv, name, home, capsys):
+    """``~nosuchuser/runs/r``, which no shell expands either, made a directory named
+    ``~nosuchuser`` in the working directory."""
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"attnlab: error: {name} ~nosuchuser/runs/r: no user 'nosuchuser' has a home directory "
+        f"here, so it would name '~nosuchuser' in {Path.cwd()}; write the full path\n")
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_dollar_that_names_no_variable_or_a_file_of_that_name_is_taken_as_typed(home):
+    """Only what a shell reads as a variable is refused, and not where a file of that very
+    name is there: ``price$5`` and an existing ``$HOME.csv`` are the user's own names."""
+    from attnlab.paths import entered
+
+    assert entered("runs/price$5", "--out") == "runs/price$5"
+    Path("$HOME.csv").write_text("text,label\n")
+    assert entered("$HOME.csv", "--data") == "$HOME.csv"
