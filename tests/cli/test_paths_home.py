@@ -210,3 +210,31 @@ def test_a_dollar_that_names_no_variable_or_a_file_of_that_name_is_taken_as_type
     assert entered("runs/price$5", "--out") == "runs/price$5"
     Path("$HOME.csv").write_text("text,label\n")
     assert entered("$HOME.csv", "--data") == "$HOME.csv"
+
+
+@pytest.mark.slow
+def test_an_lm_run_on_a_relative_corpus_is_exported_and_evaluated_from_another_directory(
+        home, tmp_path, monkeypatch, capsys):
+    """``prepare`` and ``train lm --data "corpus ü"`` (relative) in ``~/proj``; from another
+    directory, ``export RUN --hf=~/hf`` and ``evaluate RUN`` read the run and its recorded
+    corpus: the export is in the home directory, the evaluation is the run's own."""
+    from ..reliability.conftest import write_corpus
+
+    project = home / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    write_corpus(project / "corpus.txt")
+    assert main(["prepare", "corpus.txt", "--out", "corpus ü"]) == 0
+    assert main(["train", "lm", "--data", "corpus ü", "--out", "runs/lm x", "--max-steps", "2",
+                 "--model-dim", "16", "--num-heads", "2", "--num-layers", "1",
+                 "--dim-feedforward", "16", "--block-size", "16", "--batch-size", "4"]) == 0
+    trained = json.loads((project / "runs" / "lm x" / "metrics.json").read_text())
+    capsys.readouterr()
+
+    monkeypatch.chdir(tmp_path / "work")
+    assert main(["export", "~/proj/runs/lm x", "--hf=~/hf"]) == 0
+    assert (home / "hf" / "config.json").is_file()
+    assert main(["evaluate", "~/proj/runs/lm x"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["val_loss"] == pytest.approx(trained["val_loss"], rel=1e-5)
+    assert list(Path.cwd().iterdir()) == []
