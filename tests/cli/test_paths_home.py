@@ -238,3 +238,30 @@ def test_an_lm_run_on_a_relative_corpus_is_exported_and_evaluated_from_another_d
     said = json.loads(capsys.readouterr().out)
     assert said["val_loss"] == pytest.approx(trained["val_loss"], rel=1e-5)
     assert list(Path.cwd().iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_run_from_a_config_files_tilde_data_resumes_with_the_same_file(home, capsys):
+    """``train classify --config c.yaml --out r`` with ``data: ~/d.tsv`` trained; resuming
+    with the same file said "--data ~/d.tsv not found; the run started on /.../d.tsv": the
+    file's ``~`` is the home directory on ``--resume`` too, and a ``${HOME}`` in it is refused
+    with the same line as on the run's start."""
+    _reviews(home / "d.tsv")
+    small = ("max_steps: 2\nmodel_dim: 16\nnum_heads: 2\nnum_layers: 1\ndim_feedforward: 16\n"
+             "batch_size: 8\nval_every: 2\n")
+    Path("c.yaml").write_text(f"data: ~/d.tsv\n{small}")
+    assert main(["train", "classify", "--config", "c.yaml", "--out", "r"]) == 0
+    assert main(["train", "classify", "--config", "c.yaml", "--resume", "--out", "r",
+                 "--max-steps", "4"]) == 0
+    assert json.loads(Path("r/metrics.json").read_text())["steps"] == 4
+    capsys.readouterr()
+
+    Path("v.yaml").write_text(f"data: ${{HOME}}/d.tsv\n{small}")
+    said = []
+    for resume in ([], ["--resume"]):
+        assert main(["train", "classify", "--config", "v.yaml", *resume, "--out", "r"]) == 2
+        said.append(capsys.readouterr().err)
+    assert said[0] == said[1] and said[0].startswith(
+        "attnlab: error: --config v.yaml: data ${HOME}/d.tsv: ${HOME} is not expanded"), said
+    assert json.loads(Path("r/metrics.json").read_text())["steps"] == 4
+
