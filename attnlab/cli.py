@@ -22,7 +22,7 @@ import threading
 from importlib import import_module
 
 from .errors import TERMINATING, Interrupted, RankFailed, UsageError
-from .paths import PATH_METAVARS, PATHS_HELP, check_named, entered
+from .paths import PATHS_HELP, check_named, entered, path_kind
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
             "explain", "data", "export")
@@ -94,7 +94,7 @@ class ArgumentParser(argparse.ArgumentParser):
         for action in self._actions:
             # what the argument names: its own ``path_kind`` where the placeholder says less
             # (generate's DIR is a .gguf file too), else its placeholder's
-            what = getattr(action, "path_kind", None) or PATH_METAVARS.get(action.metavar)
+            what = getattr(action, "path_kind", None) or path_kind(action.metavar)
             value = getattr(namespace, action.dest, None)
             if what is None or value is None:
                 continue

@@ -26,7 +26,7 @@ from pathlib import Path
 from .errors import UsageError
 
 __all__ = ["PATHS_HELP", "PATH_METAVARS", "check_named", "check_output", "empty_message",
-           "entered", "hold", "is_special_file", "not_found", "refuse_stream"]
+           "entered", "hold", "is_special_file", "not_found", "path_kind", "refuse_stream"]
 
 # The placeholders (argparse's metavar) of the arguments that name a path, and what each names:
 # the one declaration by which every command's path argument, input or output, is refused when
@@ -35,6 +35,20 @@ __all__ = ["PATHS_HELP", "PATH_METAVARS", "check_named", "check_output", "empty_
 # file named " ", and the message that follows ("--input-file : is a directory") names neither.
 PATH_METAVARS = {"DIR": "directory", "FILE": "file", "PATH": "file or directory",
                  "PNG": "file", "FILE.html": "file", "OUT": "directory"}
+
+
+def path_kind(metavar: str | None) -> str | None:
+    """What an argument's placeholder says it names, a path of ``PATH_METAVARS`` or None:
+    the placeholder itself, or one of the alternatives of a value that may be a word or a
+    path (``balanced|FILE``, ``KIND|DIR``), whose path is then taken as any other is.
+
+        >>> path_kind("DIR"), path_kind("balanced|FILE"), path_kind("KIND|DIR"), path_kind("N")
+        ('directory', 'file', 'directory', None)
+    """
+    for each in [metavar] + (metavar.split("|") if isinstance(metavar, str) else []):
+        if each in PATH_METAVARS:
+            return PATH_METAVARS[each]
+    return None
 
 
 def empty_message(name: str, advice: str) -> str:

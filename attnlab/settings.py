@@ -33,7 +33,7 @@ from typing import Any
 
 from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
-from .paths import PATH_METAVARS, empty_message, entered
+from .paths import empty_message, entered, path_kind
 from .runs import integer
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
@@ -106,12 +106,14 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
             spaces only) is refused, with this reason, where it would otherwise be read as
             something else (``Path("")`` is the current directory). Like ``floor``, a rule of
             use: a run already made with such a value still loads. A path's placeholder
-            (``metavar`` of ``attnlab.paths.PATH_METAVARS``) gives "name a file" unless said.
+            (``metavar`` that ``attnlab.paths.path_kind`` reads: ``FILE``, or a word or a path,
+            ``balanced|FILE``) gives "name a file" unless said, and its value is taken as a
+            shell hands it on (``attnlab.paths.entered``: ``~/w.json`` is the home's).
         list_sep: for a text that lists names (``--feature-columns a,b``): a file's YAML list
             (``[a, b]``) is read as the names joined by this separator.
     """
-    if not blank_why and metavar in PATH_METAVARS:
-        blank_why = f"name a {PATH_METAVARS[metavar]}"
+    if not blank_why and path_kind(metavar):
+        blank_why = f"name a {path_kind(metavar)}"
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,
@@ -888,7 +890,7 @@ def _is_path(meta: dict, of_use: bool, beside: Path | None) -> bool:
     about to be used, or any of a ``--config`` file (``beside``, its directory), whose paths
     are the user's as typed on ``--resume`` too — a run's own config.yaml holds them
     expanded."""
-    return meta["metavar"] in PATH_METAVARS and (of_use or beside is not None)
+    return path_kind(meta["metavar"]) is not None and (of_use or beside is not None)
 
 
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from attnlab.cli import build_parser, main
-from attnlab.paths import PATH_METAVARS
+from attnlab.paths import path_kind
 
 from ..test_rules import _commands_writing_under
 
@@ -33,14 +33,16 @@ def _path_arguments(parser, command=()):
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
                 yield from _path_arguments(sub, (*command, name))
-        elif getattr(action, "path_kind", None) or action.metavar in PATH_METAVARS:
+        elif getattr(action, "path_kind", None) or path_kind(action.metavar):
             yield command, parser, action
 
 
 def test_every_path_argument_takes_a_tilde_as_the_home_directory(home):
     """Each flag and positional that names a path (train's --out, --config, --data, --init,
     --val, --test; evaluate's RUN and --data; predict's --input-file; export's --hf; prepare's
-    files and --out; plot's and view's --out ...) reads ``~/x`` as the shell would have."""
+    files and --out; plot's and view's --out ...) reads ``~/x`` as the shell would have; so
+    does one that is a word or a path (``--class-weights balanced|FILE``, prepare's
+    ``--tokenizer KIND|DIR``), which said "'~' is not expanded here" or "not a directory"."""
     seen = set()
     for command, parser, action in _path_arguments(build_parser()):
         value = ["~/x"] if action.nargs in ("+", "*") else "~/x"
@@ -51,7 +53,7 @@ def test_every_path_argument_takes_a_tilde_as_the_home_directory(home):
             (command, action.option_strings or action.metavar)
         seen.add(action.option_strings[-1] if action.option_strings else action.metavar)
     assert {"--out", "--config", "--data", "--init", "--val", "--test", "--input-file",
-            "--hf", "DIR", "FILE"} <= seen
+            "--hf", "DIR", "FILE", "--class-weights", "--tokenizer"} <= seen
 
 
 def test_an_out_under_a_tilde_is_under_the_home_directory_never_a_directory_named_tilde(
@@ -265,3 +267,21 @@ def test_a_run_from_a_config_files_tilde_data_resumes_with_the_same_file(home, c
         "attnlab: error: --config v.yaml: data ${HOME}/d.tsv: ${HOME} is not expanded"), said
     assert json.loads(Path("r/metrics.json").read_text())["steps"] == 4
 
+
+@pytest.mark.parametrize("argv, said", [
+    (["train", "classify", "--data", "{home}/reviews.tsv", "--class-weights=~/cw.json"],
+     "--class-weights: file not found: {home}/cw.json"),
+    (["prepare", "{home}/reviews.csv", "--tokenizer=~/runs/c1"],
+     "--tokenizer '{home}/runs/c1': not one of char, word, bpe nor a directory"),
+])
+def test_a_word_or_a_path_takes_a_tilde_as_the_home_directory(argv, said, home, tmp_path,
+                                                              capsys):
+    """``--class-weights=~/cw.json`` said "'~' is not expanded here (a path handed to a Python
+    function)", and ``--tokenizer=~/runs/c1`` that it is no kind nor a directory, naming
+    ``~``: each is the home directory's path, as every other path is."""
+    (home / "reviews.csv").write_text("text,label\ngood,pos\nbad,neg\n")
+    _reviews(home / "reviews.tsv")
+    argv = [word.replace("{home}", str(home)) for word in argv]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"attnlab: error: {said.format(home=home)}")
+    assert not (tmp_path / "out").exists() and list(Path.cwd().iterdir()) == []
