@@ -885,12 +885,13 @@ def value_text(value: Any) -> str:
     return "null" if value is None else repr(value)
 
 
-def _is_path(meta: dict, of_use: bool, beside: Path | None) -> bool:
+def _is_path(meta: dict, beside: Path | None) -> bool:
     """Whether a setting's value is a path to take as a shell hands it on (``entered``): one
-    about to be used, or any of a ``--config`` file (``beside``, its directory), whose paths
-    are the user's as typed on ``--resume`` too — a run's own config.yaml holds them
-    expanded."""
-    return path_kind(meta["metavar"]) is not None and (of_use or beside is not None)
+    of a ``--config`` file (``beside``, its directory), resumed or not — a run's own
+    config.yaml holds its paths expanded. A flag's path is taken so where the command line is
+    read (``attnlab.cli``); a Python call's (``Task.check_settings``, ``check_argument``) as
+    it is, as pathlib takes it (``attnlab.paths.NOT_EXPANDED``)."""
+    return beside is not None and path_kind(meta["metavar"]) is not None
 
 
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
@@ -916,7 +917,7 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
         value = str(value)  # YAML reads `label_column: 1` or `init: 5` as a number
     if meta.get("blank_why") and of_use and isinstance(value, str) and not value.strip():
         raise error(empty_message(shown, meta["blank_why"]))
-    if _is_path(meta, of_use, beside):  # a path, as a shell would hand it on
+    if _is_path(meta, beside):  # a path, as a shell would hand it on
         value = entered(value, shown, beside=beside)
     if kind is bool:
         if not isinstance(value, bool):
@@ -982,7 +983,7 @@ def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = Fals
                                beside=beside)
             # about to be used: as ``check`` reads it (``init: 5`` is the text 5); a --config
             # file's path as ``entered`` gives it, resumed or not (``data: ~/d.tsv``)
-            if of_use or _is_path(f.metadata, of_use, beside):
+            if of_use or _is_path(f.metadata, beside):
                 values[f.name] = value
 
 

@@ -4,6 +4,7 @@ library naming its argument (ValueError) and the command line the flag (exit 2, 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,35 @@ def test_every_command_refuses_a_path_under_a_file_in_the_same_words(tmp_path, c
         assert err.startswith(f"attnlab: error: {flag} {blocker}/") and \
             err.endswith(f"lies under {blocker}, which is a file, not a directory"), (what, err)
     assert blocker.read_text() == "not a directory"
+
+
+def test_a_python_calls_tilde_is_taken_as_it_is_and_never_makes_a_directory_named_tilde(
+        tmp_path, monkeypatch):
+    """From Python, as with pathlib, a path is taken as it is (the command line expands a
+    ``~``, tests/cli/test_paths_home.py): ``check_output("~/run", ...)``, which every writer
+    calls (``attnlab.data.corpus.prepare(files, "~/pp")`` too), is refused naming the path
+    meant, and no directory named ``~`` is made, which ``rm -r ~`` would take for the home.
+    ``Task.check_settings`` leaves a ``~`` as it is, as that message says."""
+    from attnlab.data.corpus import prepare
+    from attnlab.errors import UsageError
+    from attnlab.tasks import get_task
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    write_corpus(tmp_path / "corpus.txt")
+    why = "'~' is not expanded here (a path handed to a Python function)"
+    with pytest.raises(UsageError) as e:
+        check_output("~/run", "--out", directory=True)
+    assert str(e.value) == (f"--out ~/run: {why}, so it would name '~' in {work}; write it out "
+                            f"in full, e.g. {home}/run")
+    with pytest.raises(UsageError, match=f"~/pp: {re.escape(why)}.* e.g. {home}/pp"):
+        prepare([str(tmp_path / "corpus.txt")], "~/pp")
+    cfg = {"data": "~/reviews.csv", "class_weights": "~/cw.json"}
+    get_task("classify").check_settings(cfg, typed_only=True)
+    assert (cfg["data"], cfg["class_weights"]) == ("~/reviews.csv", "~/cw.json")
+    assert list(work.iterdir()) == [] and not home.exists()
 
 
 def test_a_directory_named_tilde_that_exists_is_the_users_own(tmp_path, monkeypatch):
