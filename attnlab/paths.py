@@ -128,8 +128,23 @@ PATHS_HELP = ("Paths: a leading ~ is your home directory, after --flag= and in a
 # files expand it (``entered``); a Python call's path, as pathlib's, is taken as it is
 NOT_EXPANDED = "'~' is not expanded here (a path handed to a Python function)"
 
-# $NAME or ${NAME}: an environment variable that a shell would have expanded
-_VARIABLE = re.compile(r"\$([A-Za-z_]\w*|\{[A-Za-z_]\w*\})")
+# what a shell expands after a $: $NAME or ${NAME} (``name``), or another ${...}
+# (``${HOME:-/x}``, ``${#HOME}``, ``${}``: ``braces``), which it expands, or refuses, whether
+# or not the variable is set
+_VARIABLE = re.compile(r"\$(?:(?P<name>[A-Za-z_]\w*)|\{(?P<braced>[A-Za-z_]\w*)\}"
+                       r"|(?P<braces>\{[^}]*\}))")
+
+
+def _unexpanded_variable(path: str) -> re.Match | None:
+    """The first ``$...`` of ``path`` that a shell, had it not been quoted, would have
+    expanded: a ``$NAME`` or ``${NAME}`` of a variable set in this environment (one that is
+    not set, as in ``runs/price$USD``, is the user's own name, which the shell would have left
+    alone too, expanding it to nothing) or any other ``${...}``."""
+    for found in _VARIABLE.finditer(path):
+        variable = found["name"] or found["braced"]
+        if variable is None or variable in os.environ:
+            return found
+    return None
 
 
 def entered(value: str, name: str, *, beside: Path | None = None) -> str:
@@ -145,8 +160,11 @@ def entered(value: str, name: str, *, beside: Path | None = None) -> str:
       refused (unless a file of that name is in the working directory).
     - An environment variable (``$HOME``, ``${DATA}``) is not expanded: a shell expands it
       unless it is quoted, and a --config file that needs one is better written out. A path
-      holding one that is not there as typed is refused, naming the variable (and the path it
-      would give), rather than read or made as a directory named ``$HOME``.
+      holding one that is set here (or any ``${...}``: ``${HOME:-/x}``) and is not there as
+      typed is refused, naming the variable (and the path it would give), rather than read or
+      made as a directory named ``$HOME``; the message says how to keep a ``$NAME`` that is
+      part of a name (with the variable unset, as ``runs/price$USD`` usually is, it is
+      taken as typed).
     - A relative path is read from the working directory, a --config file's too, as a flag's
       is. ``beside`` (a --config file's directory): a relative path not there but found beside
       the file is refused, naming both, rather than reported missing or read from elsewhere.
@@ -167,14 +185,17 @@ def entered(value: str, name: str, *, beside: Path | None = None) -> str:
     path = os.path.expanduser(value) if value.startswith("~") else value
     if path.startswith("~"):  # ~nobody: a user this machine lacks, which no shell expands
         _check_no_tilde(Path(path), name, "")
-    variable = _VARIABLE.search(path)
+    variable = _unexpanded_variable(path)
     if variable and not os.path.lexists(path):
         meant = os.path.expandvars(path)
-        example = f", e.g. {meant}" if meant != path else ""
+        example = f", e.g. {meant}" if meant != path and "${" not in meant else ""
+        own = variable["name"] or variable["braced"]
+        literal = (f"; a {variable[0]} that is part of the name itself is taken as typed with "
+                   f"{own} unset: env -u {own} attnlab ..." if own else "")
         raise UsageError(f"{name} {value}: {variable[0]} is not expanded (attnlab expands a "
                          f"leading ~ as a shell does, but not an environment variable, which "
                          f"a shell leaves as it is when quoted); write the path out in "
-                         f"full{example}")
+                         f"full{example}{literal}")
     if (beside is not None and not os.path.isabs(path) and not os.path.lexists(path)
             and (beside / path).exists()):
         raise UsageError(f"{name} {value}: not in the working directory {Path.cwd()}, where "

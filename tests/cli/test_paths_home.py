@@ -113,8 +113,11 @@ def test_an_environment_variable_nothing_expanded_is_refused_in_one_line(argv, s
     said = said.replace("{tmp}", str(tmp_path))
     assert err.startswith(f"attnlab: error: {said} (attnlab expands a leading ~ as a shell "
                           f"does, but not an environment variable")
+    variable = said.split(": ")[-1].split()[0]
     assert err.endswith(f"; write the path out in full, e.g. {home}/"
-                        f"{'runs/r' if 'runs' in said else 'reviews.csv'}\n")
+                        f"{'runs/r' if 'runs' in said else 'reviews.csv'}; a {variable} that "
+                        f"is part of the name itself is taken as typed with HOME unset: "
+                        f"env -u HOME attnlab ...\n")
     assert err.count("\n") == 1
     assert list(Path.cwd().iterdir()) == [] and list(home.iterdir()) == []
 
@@ -285,3 +288,35 @@ def test_a_word_or_a_path_takes_a_tilde_as_the_home_directory(argv, said, home, 
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith(f"attnlab: error: {said.format(home=home)}")
     assert not (tmp_path / "out").exists() and list(Path.cwd().iterdir()) == []
+
+
+def test_a_dollar_name_of_no_variable_set_is_the_users_own_and_a_set_one_says_how_to_keep_it(
+        home, monkeypatch):
+    """``--out 'runs/price$USD'`` (a name that holds ``$USD``), which attnlab took as typed
+    before, was refused with "write the path out in full", which the user had done: taken as
+    typed while no USD is set (a shell would have left nothing to quote); with USD set, the
+    refusal says how to keep the name."""
+    from attnlab.errors import UsageError
+    from attnlab.paths import entered
+
+    monkeypatch.delenv("USD", raising=False)
+    assert entered("runs/price$USD", "--out") == "runs/price$USD"
+    assert entered("runs/price${USD}", "--out") == "runs/price${USD}"
+    monkeypatch.setenv("USD", "dollars")
+    with pytest.raises(UsageError) as e:
+        entered("runs/price$USD", "--out")
+    assert str(e.value).endswith("write the path out in full, e.g. runs/pricedollars; a $USD "
+                                 "that is part of the name itself is taken as typed with USD "
+                                 "unset: env -u USD attnlab ...")
+
+
+def test_a_variable_with_a_default_nothing_expanded_is_refused_not_made(home, capsys):
+    """``--out '${HOME:-/x}/r'`` made a directory named ``${HOME:-`` in the working directory
+    (its ``/`` splits the path): a shell expands any ``${...}``, so it is refused in one line,
+    as ``$HOME`` is."""
+    assert main(["train", "reverse", "--out", "${HOME:-/x}/r"]) == 2
+    assert capsys.readouterr().err == (
+        "attnlab: error: --out ${HOME:-/x}/r: ${HOME:-/x} is not expanded (attnlab expands a "
+        "leading ~ as a shell does, but not an environment variable, which a shell leaves as "
+        "it is when quoted); write the path out in full\n")
+    assert list(Path.cwd().iterdir()) == [] and list(home.iterdir()) == []
