@@ -22,7 +22,7 @@ import threading
 from importlib import import_module
 
 from .errors import TERMINATING, Interrupted, RankFailed, UsageError
-from .paths import PATH_METAVARS, check_named
+from .paths import PATHS_HELP, check_named, entered, path_kind
 
 COMMANDS = ("train", "evaluate", "predict", "translate", "generate", "prepare", "plot", "view",
             "explain", "data", "export")
@@ -86,24 +86,32 @@ class ArgumentParser(argparse.ArgumentParser):
         """Refuse an empty or blank path (``predict RUN --input-file ""``, ``evaluate " "``)
         by the one rule of ``attnlab.paths.check_named``, naming the flag, or the placeholder
         of a positional (DIR): read on, "" was the current directory and " " a file named " ",
-        and the message that followed named neither. A setting (``--data FILE`` of a task,
+        and the message that followed named neither. Every path, a setting's flag's too, is
+        then taken as a shell hands it on (``attnlab.paths.entered``: ``--out=~/runs/r`` is
+        the home directory's). A setting (``--data FILE`` of a task,
         with its own type) is checked by the same declaration where settings are read, in
         ``--config`` files too."""
         for action in self._actions:
             # what the argument names: its own ``path_kind`` where the placeholder says less
             # (generate's DIR is a .gguf file too), else its placeholder's
-            what = getattr(action, "path_kind", None) or PATH_METAVARS.get(action.metavar)
+            what = getattr(action, "path_kind", None) or path_kind(action.metavar)
             value = getattr(namespace, action.dest, None)
-            if what is None or action.type is not None or value is None:
+            if what is None or value is None:
                 continue
-            for each in value if isinstance(value, list) else [value]:
+            name = action.option_strings[-1] if action.option_strings else str(action.metavar)
+            try:
+                each_entered = []
+                for each in value if isinstance(value, list) else [value]:
+                    if action.type is None:  # (a setting's, typed, where settings are read)
+                        check_named(each, name, what)
+                    each_entered.append(entered(each, name))
+            except UsageError as e:
                 if action.option_strings:  # a flag names itself, as check_output's messages do
-                    check_named(each, action.option_strings[-1], what)
-                    continue
-                try:  # a positional's placeholder, with its command: "predict: DIR is empty"
-                    check_named(each, action.metavar, what)
-                except UsageError as e:
-                    self.error(str(e))
+                    raise
+                # a positional's placeholder, with its command: "predict: DIR is empty"
+                self.error(str(e))
+            setattr(namespace, action.dest,
+                    each_entered if isinstance(value, list) else each_entered[0])
 
     def _unknown(self, args: list[str]) -> list[str]:
         """The words of ``args`` that look like flags this parser does not have (none for a
@@ -247,6 +255,7 @@ def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="attnlab",
         description="The Transformer from first principles: train, evaluate, predict, plot.",
+        epilog=PATHS_HELP,
     )
     from . import __version__
 

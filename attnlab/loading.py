@@ -38,16 +38,16 @@ CHECKPOINT_COMMANDS = ("predict", "translate", "generate", "evaluate", "export",
 
 
 def check_values(task, values: dict, where: str, *, training: bool = False,
-                 of_use: bool = False) -> None:
+                 of_use: bool = False, beside: Path | None = None) -> None:
     """``values`` as a file holds them (a run's config.yaml, a ``--config`` file, named by
     ``where``) against the declarations ``attnlab train`` checks them by: the model's typed
     config and the task's settings, and with ``training`` the shared ``TrainSettings`` (they
     do not matter to loading a run; they do to resuming it or training with the file). A
     ``UsageError`` names ``where`` and the key as the file spells it (``settings.check_record``;
-    ``of_use``: its rules of use too)."""
+    ``of_use``: its rules of use too; ``beside``: a --config file's directory)."""
     for declared in ((TrainSettings,) if training else ()) + (task.model_config, task.settings):
         if declared is not None:
-            check_record(declared, values, where, of_use=of_use)
+            check_record(declared, values, where, of_use=of_use, beside=beside)
 
 
 def check_config(cfg, cfg_path: Path, task, *, training: bool = False) -> None:

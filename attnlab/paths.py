@@ -19,13 +19,14 @@ Examples:
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from .errors import UsageError
 
-__all__ = ["PATH_METAVARS", "check_named", "check_output", "empty_message", "hold",
-           "is_special_file", "not_found", "refuse_stream"]
+__all__ = ["PATHS_HELP", "PATH_METAVARS", "check_named", "check_output", "empty_message",
+           "entered", "hold", "is_special_file", "not_found", "path_kind", "refuse_stream"]
 
 # The placeholders (argparse's metavar) of the arguments that name a path, and what each names:
 # the one declaration by which every command's path argument, input or output, is refused when
@@ -34,6 +35,20 @@ __all__ = ["PATH_METAVARS", "check_named", "check_output", "empty_message", "hol
 # file named " ", and the message that follows ("--input-file : is a directory") names neither.
 PATH_METAVARS = {"DIR": "directory", "FILE": "file", "PATH": "file or directory",
                  "PNG": "file", "FILE.html": "file", "OUT": "directory"}
+
+
+def path_kind(metavar: str | None) -> str | None:
+    """What an argument's placeholder says it names, a path of ``PATH_METAVARS`` or None:
+    the placeholder itself, or one of the alternatives of a value that may be a word or a
+    path (``balanced|FILE``, ``KIND|DIR``), whose path is then taken as any other is.
+
+        >>> path_kind("DIR"), path_kind("balanced|FILE"), path_kind("KIND|DIR"), path_kind("N")
+        ('directory', 'file', 'directory', None)
+    """
+    for each in [metavar] + (metavar.split("|") if isinstance(metavar, str) else []):
+        if each in PATH_METAVARS:
+            return PATH_METAVARS[each]
+    return None
 
 
 def empty_message(name: str, advice: str) -> str:
@@ -103,8 +118,91 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
     return path
 
 
-# why a path that starts with '~' names no home directory here
-NOT_EXPANDED = "'~' is not expanded here (a quoted path, or one in a --config file)"
+# the rule of ``entered``, as ``attnlab --help`` and ``train --config``'s help say it
+PATHS_HELP = ("Paths: a leading ~ is your home directory, after --flag= and in a --config file "
+              "too; an environment variable ($HOME) is expanded only by your shell (a quoted "
+              "one, or one in a --config file, is refused: write it out); a relative path, a "
+              "--config file's too, is read from the working directory.")
+
+# why a path that starts with '~' names no home directory here: the command line and --config
+# files expand it (``entered``); a Python call's path, as pathlib's, is taken as it is
+NOT_EXPANDED = "'~' is not expanded here (a path handed to a Python function)"
+
+# what a shell expands after a $: $NAME or ${NAME} (``name``), or another ${...}
+# (``${HOME:-/x}``, ``${#HOME}``, ``${}``: ``braces``), which it expands, or refuses, whether
+# or not the variable is set
+_VARIABLE = re.compile(r"\$(?:(?P<name>[A-Za-z_]\w*)|\{(?P<braced>[A-Za-z_]\w*)\}"
+                       r"|(?P<braces>\{[^}]*\}))")
+
+
+def _unexpanded_variable(path: str) -> re.Match | None:
+    """The first ``$...`` of ``path`` that a shell, had it not been quoted, would have
+    expanded: a ``$NAME`` or ``${NAME}`` of a variable set in this environment (one that is
+    not set, as in ``runs/price$USD``, is the user's own name, which the shell would have left
+    alone too, expanding it to nothing) or any other ``${...}``."""
+    for found in _VARIABLE.finditer(path):
+        variable = found["name"] or found["braced"]
+        if variable is None or variable in os.environ:
+            return found
+    return None
+
+
+def entered(value: str, name: str, *, beside: Path | None = None) -> str:
+    """A path as the user typed it (``name``: its flag, a positional's placeholder, or the key
+    of a ``--config`` file), as a shell would have handed it on: the one rule of every path
+    that enters a command, a flag's or a --config file's, applied where it is read
+    (``attnlab.cli`` and ``attnlab.settings``), before anything is written.
+
+    - A leading ``~`` or ``~user`` is expanded (``os.path.expanduser``), as the shell does for
+      an unquoted word: ``--out=~/runs/r``, ``"~/data.csv"`` and ``data: ~/data.csv`` in a
+      --config file name the home directory's, never a directory named ``~`` in the working
+      directory. ``~nobody``, a user this machine lacks, which a shell leaves as it is, is
+      refused (unless a file of that name is in the working directory).
+    - An environment variable (``$HOME``, ``${DATA}``) is not expanded: a shell expands it
+      unless it is quoted, and a --config file that needs one is better written out. A path
+      holding one that is set here (or any ``${...}``: ``${HOME:-/x}``) and is not there as
+      typed is refused, naming the variable (and the path it would give), rather than read or
+      made as a directory named ``$HOME``; the message says how to keep a ``$NAME`` that is
+      part of a name (with the variable unset, as ``runs/price$USD`` usually is, it is
+      taken as typed).
+    - A relative path is read from the working directory, a --config file's too, as a flag's
+      is. ``beside`` (a --config file's directory): a relative path not there but found beside
+      the file is refused, naming both, rather than reported missing or read from elsewhere.
+
+    Raises:
+        UsageError: ``~nobody``, a variable as above; a --config path found only beside the
+            file.
+
+    Examples:
+        >>> import os; home = os.path.expanduser("~")
+        >>> entered("~/runs/r", "--out") == os.path.join(home, "runs/r")
+        True
+        >>> entered("runs/r", "--out")
+        'runs/r'
+    """
+    if not isinstance(value, str):
+        return value
+    path = os.path.expanduser(value) if value.startswith("~") else value
+    if path.startswith("~"):  # ~nobody: a user this machine lacks, which no shell expands
+        _check_no_tilde(Path(path), name, "")
+    variable = _unexpanded_variable(path)
+    if variable and not os.path.lexists(path):
+        meant = os.path.expandvars(path)
+        example = f", e.g. {meant}" if meant != path and "${" not in meant else ""
+        own = variable["name"] or variable["braced"]
+        literal = (f"; a {variable[0]} that is part of the name itself is taken as typed with "
+                   f"{own} unset: env -u {own} attnlab ..." if own else "")
+        raise UsageError(f"{name} {value}: {variable[0]} is not expanded (attnlab expands a "
+                         f"leading ~ as a shell does, but not an environment variable, which "
+                         f"a shell leaves as it is when quoted); write the path out in "
+                         f"full{example}{literal}")
+    if (beside is not None and not os.path.isabs(path) and not os.path.lexists(path)
+            and (beside / path).exists()):
+        raise UsageError(f"{name} {value}: not in the working directory {Path.cwd()}, where "
+                         f"a --config file's relative paths are read from, as flags' are; "
+                         f"{beside / path} is beside the file: write that, or run from "
+                         f"{beside}")
+    return path
 
 
 def hold(directory: Path, flag: str, command: str) -> int | None:
@@ -141,9 +239,9 @@ def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:
     nothing expanded (the path meant None where no home is known); None for another path."""
     parts = Path(path).parts
     first = parts[0] if parts else ""
-    home = os.path.expanduser(first) if first.startswith("~") else first
-    if not (first == "~" or home != first):
+    if not first.startswith("~"):
         return None
+    home = os.path.expanduser(first)
     return first, (Path(home, *parts[1:]) if home != first else None)
 
 
@@ -193,8 +291,9 @@ def not_found(what: str, path: str | Path) -> UsageError:
 
 
 def _check_no_tilde(path: Path, flag: str, hint: str) -> None:
-    """A path that starts with ``~`` or ``~user`` which nothing expanded (quoted in the shell,
-    or written in a --config file: YAML does not expand it) would make a directory named ``~``
+    """A path that starts with ``~`` or ``~user`` which nothing expanded (a Python call's,
+    or ``~nobody``, a user this machine lacks: the command line expands the rest, ``entered``)
+    would make a directory named ``~``
     in the working directory, which a later ``rm -r ~`` to remove it would take for the home
     directory. It is refused, naming the path meant, unless such a ``~`` already exists in the
     working directory (then it is the user's own)."""
@@ -202,7 +301,9 @@ def _check_no_tilde(path: Path, flag: str, hint: str) -> None:
     if found is None or Path(found[0]).exists():
         return
     first, meant = found
-    raise UsageError(f"{flag} {path}: {NOT_EXPANDED}, so it would name {first!r} in "
+    why = (NOT_EXPANDED if meant else "no home directory is known here" if first == "~"
+           else f"no user {first[1:]!r} has a home directory here")
+    raise UsageError(f"{flag} {path}: {why}, so it would name {first!r} in "
                      f"{Path.cwd()}; "
                      f"{f'write it out in full, e.g. {meant}' if meant else 'write the full path'}"
                      f"{hint}")

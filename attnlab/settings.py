@@ -28,11 +28,12 @@ import os
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .activation_names import LORA_LAYERS, LORA_TARGETS
 from .errors import UsageError
-from .paths import PATH_METAVARS, empty_message
+from .paths import empty_message, entered, path_kind
 from .runs import integer
 
 __all__ = ["setting", "TrainSettings", "ModelRunSettings", "SamplingSettings", "GenerationSettings", "AdaptSettings", "CorpusSettings", "check_adapt", "freeze_blocks", "heads_divide_width", "decay_fits", "optimizer_fits", "monitoring_fits", "VAL_METRICS", "muon_finds_matrices",
@@ -105,12 +106,14 @@ def setting(default: Any, *, help: str = "", low: float | None = None, above: bo
             spaces only) is refused, with this reason, where it would otherwise be read as
             something else (``Path("")`` is the current directory). Like ``floor``, a rule of
             use: a run already made with such a value still loads. A path's placeholder
-            (``metavar`` of ``attnlab.paths.PATH_METAVARS``) gives "name a file" unless said.
+            (``metavar`` that ``attnlab.paths.path_kind`` reads: ``FILE``, or a word or a path,
+            ``balanced|FILE``) gives "name a file" unless said, and its value is taken as a
+            shell hands it on (``attnlab.paths.entered``: ``~/w.json`` is the home's).
         list_sep: for a text that lists names (``--feature-columns a,b``): a file's YAML list
             (``[a, b]``) is read as the names joined by this separator.
     """
-    if not blank_why and metavar in PATH_METAVARS:
-        blank_why = f"name a {PATH_METAVARS[metavar]}"
+    if not blank_why and path_kind(metavar):
+        blank_why = f"name a {path_kind(metavar)}"
     meta = {"help": help, "low": low, "above": above, "below": below, "most": most,
             "choices": None if choices is None else tuple(choices), "metavar": metavar,
             "optional": optional, "flag": flag, "floor": floor, "floor_why": floor_why,
@@ -927,8 +930,18 @@ def value_text(value: Any) -> str:
     return "null" if value is None else repr(value)
 
 
+def _is_path(meta: dict, beside: Path | None) -> bool:
+    """Whether a setting's value is a path to take as a shell hands it on (``entered``): one
+    of a ``--config`` file (``beside``, its directory), resumed or not — a run's own
+    config.yaml holds its paths expanded. A flag's path is taken so where the command line is
+    read (``attnlab.cli``); a Python call's (``Task.check_settings``, ``check_argument``) as
+    it is, as pathlib takes it (``attnlab.paths.NOT_EXPANDED``)."""
+    return beside is not None and path_kind(meta["metavar"]) is not None
+
+
 def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
-               whole: str = "an integer", of_use: bool = True, in_file: bool = False) -> Any:
+               whole: str = "an integer", of_use: bool = True, in_file: bool = False,
+               beside: Path | None = None) -> Any:
     if value is None and meta["optional"]:
         return None
     if meta["choices"]:
@@ -949,6 +962,8 @@ def _check_one(shown: str, value: Any, kind: type, meta: dict, error: type,
         value = str(value)  # YAML reads `label_column: 1` or `init: 5` as a number
     if meta.get("blank_why") and of_use and isinstance(value, str) and not value.strip():
         raise error(empty_message(shown, meta["blank_why"]))
+    if _is_path(meta, beside):  # a path, as a shell would hand it on
+        value = entered(value, shown, beside=beside)
     if kind is bool:
         if not isinstance(value, bool):
             raise error(f"{shown} must be true or false, got {value_text(value)}")
@@ -989,13 +1004,15 @@ def check(cls, cfg: dict[str, Any], *, only: Iterable[str] | None = None) -> Non
                                      UsageError, of_use=of_use)
 
 
-def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = False) -> None:
+def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = False,
+                 beside: Path | None = None) -> None:
     """Check every setting of ``cls`` that ``values`` holds — a run's ``config.yaml``, read
     back, or a ``--config`` file — against the same declaration ``check`` uses at train time;
     a ``UsageError`` names ``where`` (the file) and the key as the file spells it. A value
     outside a ``floor`` or ``cap`` but in range is a run's own (a recorded ``beam: 200``,
     above the cap): it loads; ``of_use`` (a ``--config`` file's values, about to be used) checks those
-    rules of use too, and leaves each value in ``values`` as ``check`` normalises it.
+    rules of use too, and leaves each value in ``values`` as ``check`` normalises it;
+    ``beside``, that file's directory, for its relative paths (``attnlab.paths.entered``).
 
     Examples:
         >>> check_record(TrainSettings, {"lr": 0}, "runs/r/config.yaml")
@@ -1007,8 +1024,11 @@ def check_record(cls, values: dict[str, Any], where: str, *, of_use: bool = Fals
     for f in dataclasses.fields(cls):
         if f.name in values:
             value = _check_one(f"{where}: {f.name}", values[f.name], types[f.name],
-                               f.metadata, UsageError, of_use=of_use, in_file=True)
-            if of_use:  # about to be used: as ``check`` reads it (``init: 5`` is the text 5)
+                               f.metadata, UsageError, of_use=of_use, in_file=True,
+                               beside=beside)
+            # about to be used: as ``check`` reads it (``init: 5`` is the text 5); a --config
+            # file's path as ``entered`` gives it, resumed or not (``data: ~/d.tsv``)
+            if of_use or _is_path(f.metadata, beside):
                 values[f.name] = value
 
 

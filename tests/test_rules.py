@@ -4,6 +4,7 @@ library naming its argument (ValueError) and the command line the flag (exit 2, 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -120,49 +121,33 @@ def test_every_command_refuses_a_path_under_a_file_in_the_same_words(tmp_path, c
     assert blocker.read_text() == "not a directory"
 
 
-def test_every_command_refuses_an_unexpanded_tilde_naming_the_path_meant(tmp_path, capsys,
-                                                                         monkeypatch):
-    """`--out "~/x"` quoted, or `out: ~/x` in a --config file: nothing expands the ``~``, and
-    writing there would make a directory named ``~`` in the working directory (which
-    ``rm -r ~`` would then take for the home directory). Refused in one line, naming the path
-    meant; nothing is made."""
-    work, home = tmp_path / "work", tmp_path / "home"
+def test_a_python_calls_tilde_is_taken_as_it_is_and_never_makes_a_directory_named_tilde(
+        tmp_path, monkeypatch):
+    """From Python, as with pathlib, a path is taken as it is (the command line expands a
+    ``~``, tests/cli/test_paths_home.py): ``check_output("~/run", ...)``, which every writer
+    calls (``attnlab.data.corpus.prepare(files, "~/pp")`` too), is refused naming the path
+    meant, and no directory named ``~`` is made, which ``rm -r ~`` would take for the home.
+    ``Task.check_settings`` leaves a ``~`` as it is, as that message says."""
+    from attnlab.data.corpus import prepare
+    from attnlab.errors import UsageError
+    from attnlab.tasks import get_task
+
+    home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
-    monkeypatch.chdir(work)
     monkeypatch.setenv("HOME", str(home))
-    (tmp_path / "cfg.yaml").write_text("out: ~/runs/r\n")
-    commands = _commands_writing_under(Path("~/runs"), tmp_path)
-    commands["train --out"] = ["train", "reverse", "--config", str(tmp_path / "cfg.yaml")]
-    for what, argv in commands.items():
-        assert main(argv) == 2, what
-        err = capsys.readouterr().err.strip()
-        flag, name = what.split()[-1], Path(argv[-1]).name if what != "train --out" else "r"
-        assert err == (f"attnlab: error: {flag} ~/runs/{name}: '~' is not expanded here (a "
-                       f"quoted path, or one in a --config file), so it would name '~' in "
-                       f"{work}; write it out in full, e.g. {home}/runs/{name}"), (what, err)
+    monkeypatch.chdir(work)
+    write_corpus(tmp_path / "corpus.txt")
+    why = "'~' is not expanded here (a path handed to a Python function)"
+    with pytest.raises(UsageError) as e:
+        check_output("~/run", "--out", directory=True)
+    assert str(e.value) == (f"--out ~/run: {why}, so it would name '~' in {work}; write it out "
+                            f"in full, e.g. {home}/run")
+    with pytest.raises(UsageError, match=f"~/pp: {re.escape(why)}.* e.g. {home}/pp"):
+        prepare([str(tmp_path / "corpus.txt")], "~/pp")
+    cfg = {"data": "~/reviews.csv", "class_weights": "~/cw.json"}
+    get_task("classify").check_settings(cfg, typed_only=True)
+    assert (cfg["data"], cfg["class_weights"]) == ("~/reviews.csv", "~/cw.json")
     assert list(work.iterdir()) == [] and not home.exists()
-
-
-@pytest.mark.parametrize("argv", [
-    ["train", "classify", "--data", "~/data/reviews.csv"],
-    ["train", "lm", "--data", "~/data/reviews.csv"],
-    ["train", "tag", "--data", "~/data/reviews.csv"],
-    ["train", "reverse", "--config", "~/data/reviews.csv"],
-])
-def test_an_input_file_under_an_unexpanded_tilde_is_named_as_meant(argv, tmp_path, capsys,
-                                                                   monkeypatch):
-    """`data: ~/data/reviews.csv` in a --config file (or a quoted --data): 'file not found:
-    ~/data/reviews.csv' while the file is there, under the home directory."""
-    monkeypatch.setenv("HOME", str(tmp_path))
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "reviews.csv").write_text("text,label\ngood,pos\n")
-    monkeypatch.chdir(tmp_path / "data")
-    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
-    err = capsys.readouterr().err
-    assert err.endswith(f"file not found: ~/data/reviews.csv ('~' is not expanded here (a quoted "
-                        f"path, or one in a --config file): write it out in full, e.g. "
-                        f"{tmp_path}/data/reviews.csv)\n"), err
-    assert not (tmp_path / "run").exists()
 
 
 def test_a_directory_named_tilde_that_exists_is_the_users_own(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Interrupted, RankFailed, UsageError
-from ..paths import check_named, check_output
+from ..paths import check_named, check_output, entered
 from ..run_config import RunSettings
 from ..settings import (NOAM_BETA2, RANK_KEYS, TrainSettings, add_flags, as_typed, check,
                         check_schedule, decay_fits, flag, heads_divide_width, later_process,
@@ -33,7 +33,9 @@ def add_shared_flags(p: argparse.ArgumentParser) -> None:
     """The flags every task shares: --out, --config, and one per ``TrainSettings`` field."""
     g = p.add_argument_group("training (every task's; a --config YAML may set any)")
     g.add_argument("--out", metavar="DIR", help="run directory (default runs/TASK-<timestamp>)")
-    g.add_argument("--config", metavar="FILE", help="YAML file of settings; flags win")
+    g.add_argument("--config", metavar="FILE", help="YAML file of settings; flags win; its "
+                   "relative paths (data: train.csv) are read from the working directory, "
+                   "as flags' are")
     add_flags(g, TrainSettings)
 
 
@@ -361,9 +363,11 @@ def _read_config_file(task, given: dict[str, Any], known: set[str]
                 and k not in _budgets_given(given)}  # a budget flag wins over the file's
     resuming = given["resume"] if "resume" in given else file_cfg.get("resume")
     read = {k: v for k, v in file_cfg.items() if k not in given}
-    if isinstance(read.get("out"), str):  # out: '' as --out ''
+    beside = Path(given["config"]).parent  # where the file is: its paths are read from cwd
+    if isinstance(read.get("out"), str):  # out: '' as --out ''; out: ~/runs/r as the shell's
         _refuse_blank({"out": read["out"]}, f"out in {where}")
-    check_values(task, read, where, training=True, of_use=not resuming)
+        read["out"] = entered(read["out"], f"out in {where}")
+    check_values(task, read, where, training=True, of_use=not resuming, beside=beside)
     notes = [f"note: {where}: {', '.join(aside)}: the run that wrote it worked them out, or "
              f"ran there; not settings of this new run, which works out its own"
              ] if aside and not resuming else []  # (a resumed run is the one that wrote it)

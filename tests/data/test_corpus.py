@@ -123,8 +123,9 @@ def test_prepare_errors_name_the_problem(tmp_path):
 
 @pytest.mark.parametrize("name", ["books.txt", "books.parquet"])
 def test_a_file_under_an_unexpanded_tilde_is_named_as_meant(tmp_path, monkeypatch, name):
-    """`attnlab prepare "~/corpus/books.txt"` (quoted, so the shell left the '~'): the file is
-    there under the home directory; the message says which path was meant, as --data's does."""
+    """``prepare(["~/books.txt"], ...)`` called from Python (the command line expands the '~',
+    tests/cli/test_paths_home.py): the file is there under the home directory; the message
+    says which path was meant."""
     monkeypatch.setenv("HOME", str(tmp_path))
     if name.endswith(".txt"):
         write(tmp_path, name, TEXT)
@@ -135,8 +136,8 @@ def test_a_file_under_an_unexpanded_tilde_is_named_as_meant(tmp_path, monkeypatc
         pq.write_table(pa.table({"text": [TEXT]}), tmp_path / name)
     with pytest.raises(UsageError) as e:
         prepare([f"~/{name}"], tmp_path / "o")
-    assert str(e.value) == (f"file not found: ~/{name} ('~' is not expanded here (a quoted "
-                            f"path, or one in a --config file): write it out in full, e.g. "
+    assert str(e.value) == (f"file not found: ~/{name} ('~' is not expanded here (a path "
+                            f"handed to a Python function): write it out in full, e.g. "
                             f"{tmp_path / name})")
     assert not (tmp_path / "o").exists()
 
