@@ -1,0 +1,83 @@
+"""``attnlab export --hf`` of a run that started from a bfloat16 Llama directory: the dtype of
+the written safetensors and config.json's ``dtype`` agree, and follow what the run trained.
+
+A ``--precision bf16-true`` run's weights are bfloat16 values: written as float32 the export
+was twice the size of the checkpoint it came from, unsaid. A ``--precision 32`` run's float32
+weights stay float32 (bfloat16 would round them). Both say their dtype on the "wrote" line.
+
+Tolerances: the bfloat16 export's weights equal the run's exactly (a bf16 value survives
+float32 and back), so transformers' model loaded with ``dtype="auto"`` (bfloat16) gives the
+same logits as attnlab's model cast to bfloat16 within one bfloat16 step at these logits'
+size (atol = rtol = 1e-2); loaded in float32, and the float32 export, within float32's
+rounding (atol = rtol = 1e-4).
+"""
+import json
+import struct
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from .conftest import transformers  # (skips without the hf extra)
+from .test_checkpoint import CORPUS
+from .test_llama_family import save_family
+
+import attnlab  # noqa: E402
+from attnlab.cli import main  # noqa: E402
+
+pytestmark = pytest.mark.slow  # each test trains a run
+
+F32 = dict(atol=1e-4, rtol=1e-4)
+BF16 = dict(atol=1e-2, rtol=1e-2)
+
+
+def _stored_dtypes(path):
+    """The dtypes a safetensors file's header declares (its tensors', by safetensors' names)."""
+    raw = path.read_bytes()
+    header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    return {entry["dtype"] for name, entry in header.items() if name != "__metadata__"}
+
+
+def _trained_and_exported(tmp_path, capsys, precision):
+    d = save_family(tmp_path / "bf16", "llama", dtype=torch.bfloat16)
+    (tmp_path / "t.txt").write_text("\n".join(CORPUS))
+    run, out = tmp_path / "run", tmp_path / "hf"
+    assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
+                 "--out", str(run), "--max-steps", "2", "--batch-size", "4",
+                 "--block-size", "8", "--precision", precision, "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(run), "--hf", str(out)]) == 0
+    return d, run, out, capsys.readouterr().err
+
+
+def _ids():
+    return torch.randint(0, 120, (2, 12), generator=torch.Generator().manual_seed(1))
+
+
+def test_a_bf16_true_run_exports_bf16_weights_that_transformers_reads_as_bf16(tmp_path, capsys):
+    d, run, out, err = _trained_and_exported(tmp_path, capsys, "bf16-true")
+    assert _stored_dtypes(out / "model.safetensors") == {"BF16"}
+    assert json.loads((out / "config.json").read_text())["dtype"] == "bfloat16"
+    # no bigger than the bf16 checkpoint it started from (before: twice its size)
+    assert (out / "model.safetensors").stat().st_size <= (
+        d / "model.safetensors").stat().st_size * 1.05
+    assert "LlamaForCausalLM; bfloat16 weights; load it with" in err, err
+    ours = attnlab.load(run)[0].eval()
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out, dtype="auto").eval()
+    assert hf.dtype == torch.bfloat16
+    hf32 = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
+    with torch.no_grad():
+        assert_close(hf(_ids()).logits, ours.to(torch.bfloat16)(_ids()), **BF16)
+        assert_close(hf32(_ids()).logits, ours.float()(_ids()), **F32)
+
+
+def test_a_float32_run_from_a_bf16_checkpoint_exports_float32_and_says_so(tmp_path, capsys):
+    d, run, out, err = _trained_and_exported(tmp_path, capsys, "32")
+    assert _stored_dtypes(out / "model.safetensors") == {"F32"}
+    assert json.loads((out / "config.json").read_text())["dtype"] == "float32"
+    assert "LlamaForCausalLM; float32 weights; load it with" in err, err
+    ours = attnlab.load(run)[0].eval()
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out, dtype="auto").eval()
+    assert hf.dtype == torch.float32
+    with torch.no_grad():
+        assert_close(hf(_ids()).logits, ours(_ids()), **F32)
