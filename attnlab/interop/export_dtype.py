@@ -19,7 +19,8 @@ __all__ = ["written_dtype", "in_written_dtype"]
 def written_dtype(model: nn.Module, precision: str) -> torch.dtype:
     """``torch.bfloat16`` for a run of ``--precision bf16-true`` whose every floating tensor
     of ``model``'s state dict is a bfloat16 value (exactly, so nothing is rounded), else
-    ``torch.float32``.
+    ``torch.float32``. Tensors ``save_pretrained`` does not write (``_keys_to_ignore_on_save``)
+    are not weighed.
 
     Examples:
         >>> lin = nn.Linear(2, 2).to(torch.bfloat16).float()
@@ -30,7 +31,12 @@ def written_dtype(model: nn.Module, precision: str) -> torch.dtype:
     """
     if str(precision) != "bf16-true":
         return torch.float32
-    floats = [t for t in model.state_dict().values() if t.is_floating_point()]
+    # what save_pretrained leaves out (Marian's sinusoidal position tables, float32 and
+    # rebuilt on load) is never written, so it cannot round: its names match as
+    # save_pretrained matches them, exactly
+    unsaved = set(getattr(model, "_keys_to_ignore_on_save", None) or ())
+    floats = [t for k, t in model.state_dict().items()
+              if t.is_floating_point() and k not in unsaved]
     exact = all(torch.equal(t, t.to(torch.bfloat16).to(t.dtype)) for t in floats)
     return torch.bfloat16 if exact else torch.float32
 

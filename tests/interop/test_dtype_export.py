@@ -81,3 +81,39 @@ def test_a_float32_run_from_a_bf16_checkpoint_exports_float32_and_says_so(tmp_pa
     assert hf.dtype == torch.float32
     with torch.no_grad():
         assert_close(hf(_ids()).logits, ours(_ids()), **F32)
+
+
+def test_a_bf16_true_translate_run_exports_bf16_marian_weights(tmp_path, capsys):
+    """Marian's sinusoidal position tables (float32, not bfloat16 values) are never written
+    (``_keys_to_ignore_on_save``): weighed all the same, every bf16-true translate run was
+    written in float32."""
+    from safetensors import safe_open
+
+    from attnlab.interop import to_hf
+
+    from .test_export_decoding import TINY, _pairs
+
+    run, out = tmp_path / "run", tmp_path / "hf"
+    assert main(["train", "translate", "--data", str(_pairs(tmp_path / "pairs.csv")),
+                 "--out", str(run), "--precision", "bf16-true", *TINY]) == 0
+    capsys.readouterr()
+    assert main(["export", str(run), "--hf", str(out)]) == 0
+    assert "MarianMTModel; bfloat16 weights; load it with" in capsys.readouterr().err
+    assert _stored_dtypes(out / "model.safetensors") == {"BF16"}
+    assert json.loads((out / "config.json").read_text())["dtype"] == "bfloat16"
+    ours = attnlab.load(run)[0].eval()
+    # what a float32 export holds, rounded to bfloat16: the same bits (nothing was rounded)
+    as_float32 = to_hf(ours).state_dict()
+    with safe_open(out / "model.safetensors", "pt") as f:
+        for key in f.keys():
+            assert torch.equal(f.get_tensor(key), as_float32[key].to(torch.bfloat16)), key
+    src = torch.randint(4, 16, (2, 7), generator=torch.Generator().manual_seed(1))
+    tgt = torch.randint(4, 16, (2, 5), generator=torch.Generator().manual_seed(2))
+    tgt[:, 0] = 1  # attnlab's sos
+    hf = transformers.AutoModelForSeq2SeqLM.from_pretrained(out, dtype="auto").eval()
+    assert hf.dtype == torch.bfloat16
+    hf32 = transformers.AutoModelForSeq2SeqLM.from_pretrained(out, dtype=torch.float32).eval()
+    with torch.no_grad():  # float32 first: .to(bfloat16) rounds attnlab's position table too
+        assert_close(hf32(input_ids=src, decoder_input_ids=tgt).logits, ours(src, tgt), **F32)
+        assert_close(hf(input_ids=src, decoder_input_ids=tgt).logits,
+                     ours.to(torch.bfloat16)(src, tgt), **BF16)
