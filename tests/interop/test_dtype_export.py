@@ -38,13 +38,13 @@ def _stored_dtypes(path):
     return {entry["dtype"] for name, entry in header.items() if name != "__metadata__"}
 
 
-def _trained_and_exported(tmp_path, capsys, precision):
-    d = save_family(tmp_path / "bf16", "llama", dtype=torch.bfloat16)
+def _trained_and_exported(tmp_path, capsys, precision, *flags, init_dtype=torch.bfloat16):
+    d = save_family(tmp_path / "init", "llama", dtype=init_dtype)
     (tmp_path / "t.txt").write_text("\n".join(CORPUS))
     run, out = tmp_path / "run", tmp_path / "hf"
     assert main(["train", "lm", "--init", str(d), "--data", str(tmp_path / "t.txt"),
                  "--out", str(run), "--max-steps", "2", "--batch-size", "4",
-                 "--block-size", "8", "--precision", precision, "--threads", "1"]) == 0
+                 "--block-size", "8", "--precision", precision, "--threads", "1", *flags]) == 0
     capsys.readouterr()
     assert main(["export", str(run), "--hf", str(out)]) == 0
     return d, run, out, capsys.readouterr().err
@@ -82,6 +82,25 @@ def test_a_float32_run_from_a_bf16_checkpoint_exports_float32_and_says_so(tmp_pa
     with torch.no_grad():
         assert_close(hf(_ids()).logits, ours(_ids()), **F32)
 
+
+
+@pytest.mark.parametrize("flags, why", [
+    (["--lora-rank", "2"], "the merged --lora-rank update is not a bfloat16 value"),
+    (["--freeze", "all-but-last-1"], "the weights --freeze froze are float32 values"),
+])
+def test_a_bf16_true_run_whose_weights_bfloat16_would_round_exports_float32_saying_why(
+        flags, why, tmp_path, capsys):
+    """A merged LoRA update, and weights frozen from a float32 --init, are not bfloat16
+    values: written in float32, and the line says why (it said "float32 weights" alone, where
+    the docs promised a bf16-true run bfloat16)."""
+    d, run, out, err = _trained_and_exported(tmp_path, capsys, "bf16-true", *flags,
+                                             init_dtype=torch.float32)
+    assert f"LlamaForCausalLM{', its --lora-rank update merged' if 'lora' in why else ''}; " \
+           f"float32 weights ({why}); load it with" in err, err
+    assert _stored_dtypes(out / "model.safetensors") == {"F32"}
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out, dtype="auto").eval()
+    with torch.no_grad():
+        assert_close(hf(_ids()).logits, attnlab.load(run)[0].eval()(_ids()), **F32)
 
 def test_a_bf16_true_translate_run_exports_bf16_marian_weights(tmp_path, capsys):
     """Marian's sinusoidal position tables (float32, not bfloat16 values) are never written
