@@ -136,3 +136,22 @@ def test_a_bf16_true_translate_run_exports_bf16_marian_weights(tmp_path, capsys)
         assert_close(hf32(input_ids=src, decoder_input_ids=tgt).logits, ours(src, tgt), **F32)
         assert_close(hf(input_ids=src, decoder_input_ids=tgt).logits,
                      ours.to(torch.bfloat16)(src, tgt), **BF16)
+
+
+def test_a_bf16_true_freeze_runs_checkpoint_exports_the_weights_its_plain_export_does(
+        tmp_path, capsys):
+    """The checkpoint keeps a bf16-true run's frozen weights exact beside its rounded state
+    dict (--resume reads them): ``--checkpoint last`` read the rounded ones, so its export
+    (and ``evaluate --checkpoint last``) held weights up to 2e-4 off the run's, said
+    bfloat16, where the plain export of the same step said float32."""
+    from safetensors.torch import load_file
+
+    d, run, out, err = _trained_and_exported(tmp_path, capsys, "bf16-true", "--freeze",
+                                             "all-but-last-1", init_dtype=torch.float32)
+    last = tmp_path / "last"
+    assert main(["export", str(run), "--hf", str(last), "--checkpoint", "last"]) == 0
+    assert "float32 weights (the weights --freeze froze" in capsys.readouterr().err
+    plain, from_last = load_file(out / "model.safetensors"), load_file(last / "model.safetensors")
+    assert plain.keys() == from_last.keys()
+    for key in plain:
+        assert torch.equal(from_last[key], plain[key]), key
