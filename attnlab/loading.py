@@ -224,8 +224,9 @@ def weights_from(run_dir: str | Path, cfg: RunSettings, checkpoint: str | None, 
     ``model.safetensors``; None changes nothing.
 
     The checkpoint is read as ``--resume`` reads it (``torch.load(weights_only=True)``: no
-    code runs, and no Lightning is imported): the model's weights, a LoRA run's update merged
-    into them as training merges it at the end.
+    code runs, and no Lightning is imported): the model's weights (a bf16-true run's frozen
+    ones exact, as ``--resume`` continues with them), a LoRA run's update merged into them as
+    training merges it at the end.
 
     Args:
         say: print on stderr which file and step the weights are (a command's one line).
@@ -243,16 +244,17 @@ def weights_from(run_dir: str | Path, cfg: RunSettings, checkpoint: str | None, 
     import sys
 
     from . import runs
-    from .training.checkpoint import read_checkpoint
+    from .training.checkpoint import frozen_float32, read_checkpoint
 
     path = checkpoint_file(run_dir, checkpoint)
     _check_checkpoint(Path(run_dir), checkpoint)
     flag = f"{CHECKPOINT_FLAG} {checkpoint}"
     state = read_checkpoint(path, flag=flag)
     step = int(state["global_step"])
-    # the TaskModule's keys: "model." + the task model's own (a compiled one adds _orig_mod.)
+    # the TaskModule's keys: "model." + the task model's own (a compiled one adds _orig_mod.);
+    # a bf16-true run's frozen weights as it trained and saves them, not rounded
     weights = {k.removeprefix("model.").replace("_orig_mod.", ""): v
-               for k, v in state["state_dict"].items()}
+               for k, v in {**state["state_dict"], **frozen_float32(state)}.items()}
 
     def load_into(model) -> None:
         _load_checkpoint_weights(model, weights, cfg, path, flag)

@@ -79,6 +79,7 @@ def run(args) -> int:
     import sys
 
     from ..errors import UsageError
+    from ..interop.export_dtype import in_written_dtype
     from ..loading import check_run_dir, checkpoint_file, weights_from
     from ..paths import check_output
     from ..tasks import get_task
@@ -100,13 +101,15 @@ def run(args) -> int:
     except ValueError as e:  # what the architecture cannot represent, named by to_hf
         raise UsageError(f"export: {run_dir}: {str(e).removeprefix('to_hf: ')}") from None
     _decode_as_the_run(model, cfg)
+    model, weights = in_written_dtype(model, cfg)  # a bf16-true run's: bfloat16
     _write_atomically(out, model, tokenizers)
     # which weights OUT holds, as a resumed, compiled or --keep-best run leaves a reader unsure
     source = (f"{checkpoint_file(run_dir, args.checkpoint)} (step {step})" if args.checkpoint
               else run_dir / "model.safetensors")
     merged = (", its --lora-rank update merged" if cfg.declares("lora_rank") and cfg.lora_rank
               else "")
-    print(f"wrote {out} from {source} ({type(model).__name__}{merged}; load it with "
+    print(f"wrote {out} from {source} ({type(model).__name__}{merged}; {weights}; "
+          f"load it with "
           f"transformers.{task.capabilities.hf_auto_class}.from_pretrained({str(out)!r}))",
           file=sys.stderr)
     if note is not None:  # what the written model cannot do that the run can (lm)

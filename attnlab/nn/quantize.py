@@ -93,7 +93,8 @@ def quantize(model: nn.Module, kind: str = "int8", *, per_channel: bool = True,
     """``model`` (eval mode) with every ``nn.Linear`` holding int8 weights.
 
     Args:
-        model: a trained float32 model, e.g. ``CausalLM`` or ``Seq2SeqTransformer``.
+        model: a trained float32 model, e.g. ``CausalLM`` or ``Seq2SeqTransformer`` (a
+            bfloat16 or float16 one is refused: ``.float()`` it first).
         kind: "int8" (the only kind: PyTorch's dynamic int8 linear kernels).
         per_channel: one scale per output channel (default; closer to float32) instead of one
             per weight matrix.
@@ -124,6 +125,13 @@ def quantize(model: nn.Module, kind: str = "int8", *, per_channel: bool = True,
         torch.backends.quantized.engine = engine
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("int8 quantisation runs on the CPU: move the model there first (.cpu())")
+    # PyTorch's observers and int8 kernels take float32 only: a bf16 checkpoint read as stored
+    # (read_checkpoint(dtype="auto")) failed inside torch.ao with "expected scalar type Float"
+    others = sorted({str(p.dtype) for p in model.parameters()
+                     if p.is_floating_point() and p.dtype != torch.float32})
+    if others:
+        raise ValueError(f"int8 quantisation takes a float32 model, got parameters of "
+                         f"{', '.join(others)}: convert it first (.float())")
     from torch.ao import quantization as tq
 
     qconfig = tq.per_channel_dynamic_qconfig if per_channel else tq.default_dynamic_qconfig

@@ -45,7 +45,7 @@ from ..errors import UsageError
 __all__ = ["checkpoint_dir", "partial_checkpoint", "remove_partial_checkpoint",
            "resumes_from_checkpoint", "saved_tokenizer_file", "read_checkpoint", "check_fits",
            "check_epochs", "capture_rng", "capture_rng_ranks", "rank_rng", "rank_seed",
-           "restore_rng", "restore_schedule", "FORMAT"]
+           "restore_rng", "restore_schedule", "frozen_float32", "FORMAT"]
 
 FORMAT = 2  # 1: Lightning's Trainer (no "format" key)
 
@@ -266,6 +266,18 @@ def read_checkpoint(path: Path, *, flag: str = "--resume") -> dict[str, Any]:
                          f"which this attnlab does not read (it reads {FORMAT} and Lightning's "
                          f"Trainer's); continue it with the attnlab that wrote it")
     return _from_trainer(path, state, flag)
+
+
+def frozen_float32(state: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """A ``bf16-true`` checkpoint's frozen weights (``--freeze``, those under ``--lora-rank``)
+    as the run keeps them, float32 and exact, by the TaskModule's names: its ``state_dict``
+    holds them rounded to bfloat16. Empty for another precision's checkpoint, or one saved
+    before they were kept (whose rounded weights are all there is).
+
+    ``--resume`` continues with them and ``model.safetensors`` holds them; a command reading
+    the checkpoint (``--checkpoint last``) puts them over its ``state_dict`` likewise.
+    """
+    return dict(state.get("frozen_float32") or {})
 
 
 def _from_trainer(path: Path, state: dict[str, Any], flag: str = "--resume") -> dict[str, Any]:

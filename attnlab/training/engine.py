@@ -50,7 +50,7 @@ from ..runs import naming, readable, save_weights, sync, write_config, write_met
 from ..settings import epoch_steps, later_process, processes
 from .clock import TrainClock
 from .checkpoint import (FORMAT, capture_rng, capture_rng_ranks, check_epochs, check_fits,
-                         checkpoint_dir, partial_checkpoint, rank_rng, rank_seed,
+                         checkpoint_dir, frozen_float32, partial_checkpoint, rank_rng, rank_seed,
                          read_checkpoint, restore_rng, restore_schedule)
 from .csvlog import keep_previous_log
 from .runlog import RunLog
@@ -384,7 +384,7 @@ class Loop:
                                 compiled_before=float(state.get("compile_seconds", 0.0)))
         if self.frozen:  # the model was built anew: its frozen weights are the checkpoint's,
             # rounded; exact, where the checkpoint has them (one saved before: left rounded)
-            self.frozen = dict(state.get("frozen_float32") or {})
+            self.frozen = frozen_float32(state)
         if self.watch is not None and state.get("best") is not None:  # the best so far
             note = self.watch.load_state_dict(state["best"], str(last))
             if note and self.fabric.is_global_zero:

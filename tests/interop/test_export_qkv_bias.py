@@ -49,7 +49,7 @@ def test_a_qkv_bias_run_exports_with_its_tokenizers_ids_and_its_logits(kind, tex
     sizes = ["--vocab-size", "300"] if kind == "bpe" else []
     _train(text_file, run, "--tokenizer", kind, *sizes)
     assert main(["export", str(run), "--hf", str(out)]) == 0
-    assert "(LlamaForCausalLM; load it with" in capsys.readouterr().err
+    assert "(LlamaForCausalLM; float32 weights; load it with" in capsys.readouterr().err
     ours, tokenizer = attnlab.load(run)
     hf = AutoModelForCausalLM.from_pretrained(out).eval()
     assert hf.config.attention_bias and not hf.config.mlp_bias
