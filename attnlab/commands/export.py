@@ -271,6 +271,8 @@ def _remove_a_killed_claim(out) -> None:
 def _held(out) -> bool:
     """Whether an export holds a temporary directory beside ``out``: it is writing ``out``
     now."""
+    import os
+
     from ..errors import UsageError
     from ..paths import hold
 
@@ -280,22 +282,21 @@ def _held(out) -> bool:
                 fd = hold(path, "--hf", "export")
             except UsageError:
                 return True
-            except OSError:
+            except OSError:  # (another user's, say)
                 continue
             if fd is not None:
-                import os
-
                 os.close(fd)
     return False
 
 
 def _beside(out) -> list:
     """The directories beside ``out`` named as an export's temporary ones
-    (``.OUT.<random>``, ``.OUT.<random>.new`` or ``.OUT.<random>.partial``), links left out;
-    none where the parent cannot be listed (a drop box: write and search, no read)."""
+    (``.OUT.<random>`` or ``.OUT.<random>.partial``; not ``.new``, which another export may
+    be about to hold), links left out; none where the parent cannot be listed (a drop box:
+    write and search, no read)."""
     import re
 
-    ours = re.compile(re.escape(f".{out.name}.") + r"[a-z0-9_]{8}(\.new|" + re.escape(PARTIAL)
+    ours = re.compile(re.escape(f".{out.name}.") + r"[a-z0-9_]{8}(" + re.escape(PARTIAL)
                       + ")?")
     try:
         beside = sorted(out.parent.iterdir())
