@@ -37,7 +37,7 @@ __all__ = [
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
     "digest_holds",
     "check_test_files",
-    "process_umask",
+    "process_umask", "remove_temporaries",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
 ]
@@ -122,8 +122,13 @@ def sync(path: str | Path) -> None:
         os.close(fd)
 
 
+# the name of ``write_through``'s temporary file: ``.NAME.<8 hex digits>.tmp``
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
+
+
 def _create_temporary(path: Path) -> tuple[int, Path]:
-    """A new, empty ``.NAME.<random>.tmp`` next to ``path``, opened for writing."""
+    """A new, empty ``.NAME.<random>.tmp`` next to ``path`` (``_TEMPORARY``), opened for
+    writing."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -132,6 +137,40 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name next to {path}")
+
+
+def remove_temporaries(run_dir: str | Path, *, held: bool = True) -> str | None:
+    """Remove the temporary files of ``write_through`` that a process killed while writing
+    (SIGKILL, out of memory) left in ``run_dir`` and its folders (``logs/``,
+    ``checkpoints/``...): hidden, and as large as the file written (``model.safetensors``),
+    which no later run removed. Only while this process holds ``run_dir`` (``held``: no
+    other process writes there); else they are named. Returns the one line that says so, or
+    None where there were none.
+
+    Examples:
+        >>> _ = Path("run").mkdir(), Path("run/.metrics.json.0123abcd.tmp").write_text("{")
+        >>> remove_temporaries("run").endswith(".tmp (1 bytes), left by a write that was stopped")
+        True
+    """
+    run_dir = Path(run_dir)
+    folders = [run_dir, *(p for p in sorted(run_dir.iterdir()) if p.is_dir()
+                          and not p.is_symlink())] if run_dir.is_dir() else []
+    found = [p for folder in folders for p in sorted(folder.iterdir())
+             if _TEMPORARY.fullmatch(p.name) and p.is_file() and not p.is_symlink()]
+    if not found:
+        return None
+    named = ", ".join(map(str, found))
+    if not held:
+        return (f"note: --resume: {named} may be left by a write that was stopped; remove it "
+                f"if no attnlab train is writing {run_dir} now")
+    size = 0
+    try:
+        for path in found:
+            size += path.stat().st_size
+            path.unlink()
+    except OSError as e:
+        return f"note: --resume: {named} left by a write that was stopped: {e}"
+    return f"note: --resume: removed {named} ({size:,} bytes), left by a write that was stopped"
 
 
 _UMASK_LOCK = threading.Lock()
