@@ -365,8 +365,8 @@ def _exists(out, *, made_since: bool = False):
     when = " (made while export was writing it)" if made_since else ""
     left = [] if made_since else _left_beside_an_empty(out)
     if left:  # an export stopped at its last step whose claim is not told apart by its mode
-        when = (f" (empty, beside {left[0]}, which an export to it stopped while writing "
-                f"left: if you did not make {out.name}, remove it and export again)")
+        when = (f" (empty; beside it, {left[0]} is what an export to it left when it was "
+                f"stopped: if you did not make {out.name}, remove it and export again)")
     return UsageError(f"--hf {out} already exists{when}; give a new directory (export never "
                       f"writes over a path)")
 

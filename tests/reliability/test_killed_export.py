@@ -69,10 +69,10 @@ def test_an_empty_directory_a_user_made_is_never_removed(tmp_path, capsys):
     (left / "config.json").write_text("{}")
     assert main(["export", str(tmp_path / "run"), "--hf", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err == (f"attnlab: error: --hf {out} already exists (empty, beside {left}, which an "
-                   f"export to it stopped while writing left: if you did not make hf, remove "
-                   f"it and export again); give a new directory (export never writes over a "
-                   f"path)\n")
+    assert err == (f"attnlab: error: --hf {out} already exists (empty; beside it, {left} is "
+                   f"what an export to it left when it was stopped: if you did not make hf, "
+                   f"remove it and export again); give a new directory (export never writes "
+                   f"over a path)\n")
     assert out.is_dir() and (left / "config.json").read_text() == "{}"
 
 
