@@ -84,7 +84,10 @@ def run(args) -> int:
     from ..tasks import get_task
 
     check_threads(args.threads)
-    out = check_output(args.hf, "--hf", directory=True, make_parents=False)
+    # export writes beside OUT and renames onto it: the parent is where it must write, and
+    # the only directory a user other than root can write in when OUT is a killed export's
+    # claim (mode 000)
+    out = check_output(args.hf, "--hf", directory=True, make_parents=False, renamed=True)
     if (out.exists() or out.is_symlink()) and not _a_killed_claim(out):
         raise _exists(out)  # (a killed export's claim is removed once the run is checked)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=export_tasks(), command="export",

@@ -120,3 +120,19 @@ class _Model:
 
     def save_pretrained(self, where):
         (where / "config.json").write_text("{}")
+
+
+@pytest.mark.slow  # trains a run, kills a process and starts one
+def test_an_owner_not_root_finishes_a_killed_export(lm_run, tmp_path):
+    """Not root, the claim (mode 000) cannot be written in: the next export still removes it
+    and writes OUT (it writes in OUT's parent), where it exited 2 "cannot write there"."""
+    from .conftest import as_an_owner
+
+    out = tmp_path / "hf"
+    _killed(_killed_at_the_last_rename(out), tmp_path, "export", str(lm_run), "--hf", str(out))
+    done = as_an_owner(tmp_path, "export", str(lm_run), "--hf", str(out))
+    assert done.returncode == 0, done.stderr
+    assert (f"note: --hf: removed {out}, the empty directory by which an export to it that "
+            f"was killed before it finished had claimed it") in done.stderr.splitlines()
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "killed.log") == ["hf"]
