@@ -123,7 +123,18 @@ def sync(path: str | Path) -> None:
 
 
 # the name of ``write_through``'s temporary file: ``.NAME.<8 hex digits>.tmp``
-_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.tmp")
+
+# the files train itself writes through ``write_through`` in its run directory, by folder
+# ("." the run directory): the only ones whose temporaries ``remove_temporaries`` takes for
+# a killed train's (evaluate, plot and view write others there without holding the run)
+_TRAIN_WRITES = {
+    ".": re.compile(r"model\.safetensors|metrics\.json|config\.yaml|tokenizer\.json"
+                    r"|confusion\.csv|baselines\.json|\.launched"),
+    "logs": re.compile(r"metrics(\.part[0-9]+)?\.csv"),
+    "adapter": re.compile(r"adapter_model\.safetensors|adapter_config\.json"),
+    "data": re.compile(r"meta\.json|tokenizer\.json"),
+}
 
 
 def _create_temporary(path: Path) -> tuple[int, Path]:
@@ -141,11 +152,12 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
 
 def remove_temporaries(run_dir: str | Path, *, held: bool = True) -> str | None:
     """Remove the temporary files of ``write_through`` that a process killed while writing
-    (SIGKILL, out of memory) left in ``run_dir`` and its folders (``logs/``,
-    ``checkpoints/``...): hidden, and as large as the file written (``model.safetensors``),
-    which no later run removed. Only while this process holds ``run_dir`` (``held``: no
-    other process writes there); else they are named. Returns the one line that says so, or
-    None where there were none.
+    (SIGKILL, out of memory) left in ``run_dir`` and the folders train writes: hidden, and as
+    large as the file written (``model.safetensors``), which no later run removed. Only
+    those of the files train writes (``_TRAIN_WRITES``), and only while this process holds
+    ``run_dir`` (``held``: no other train writes there); else they are named. A folder that
+    cannot be listed (mode 000: a killed ``export --hf RUN/hf``'s claim) is passed over.
+    Returns the one line that says so, or None where there were none.
 
     Examples:
         >>> _ = Path("run").mkdir(), Path("run/.metrics.json.0123abcd.tmp").write_text("{")
@@ -153,10 +165,17 @@ def remove_temporaries(run_dir: str | Path, *, held: bool = True) -> str | None:
         True
     """
     run_dir = Path(run_dir)
-    folders = [run_dir, *(p for p in sorted(run_dir.iterdir()) if p.is_dir()
-                          and not p.is_symlink())] if run_dir.is_dir() else []
-    found = [p for folder in folders for p in sorted(folder.iterdir())
-             if _TEMPORARY.fullmatch(p.name) and p.is_file() and not p.is_symlink()]
+    found = []
+    for folder, names in _TRAIN_WRITES.items():
+        folder = run_dir / folder
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        try:
+            listed = sorted(folder.iterdir())
+        except OSError:  # (unreadable: nothing of train's can be there)
+            continue
+        found += [p for p in listed if (m := _TEMPORARY.fullmatch(p.name))
+                  and names.fullmatch(m["name"]) and p.is_file() and not p.is_symlink()]
     if not found:
         return None
     named = ", ".join(map(str, found))

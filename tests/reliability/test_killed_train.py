@@ -54,3 +54,27 @@ def test_the_resume_after_a_kill_at_the_end_removes_the_half_written_file(name, 
             f"stopped") in err, err
     assert not left[0].exists() and (run / "metrics.json").is_file()
     assert not [p for p in run.rglob(".*.tmp")]
+
+
+def test_a_resume_passes_over_a_folder_it_cannot_list_and_the_files_of_others(tmp_path):
+    """Not root, a folder of the run that cannot be listed (``mkdir -m 000 run/hf``: what a
+    killed ``export run --hf run/hf`` leaves) made --resume fail with a traceback; a plot's
+    temporary file (plot writes there without holding the run) is not the resume's to
+    remove."""
+    from .conftest import as_an_owner
+
+    run = tmp_path / "run"
+    argv = ["train", "reverse", "--out", str(run), *TINY_REVERSE, "--threads", "1"]
+    _killed(_killed_writing("metrics.json"), tmp_path, *argv)
+    left = [p for p in run.iterdir() if p.name.startswith(".metrics.json.")]
+    (run / "hf").mkdir(mode=0)
+    plotting = run / ".attention.png.0123abcd.tmp"
+    plotting.write_bytes(b"png")
+    try:
+        done = as_an_owner(tmp_path, *argv, "--resume")
+    finally:
+        (run / "hf").chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    assert len(left) == 1 and (f"note: --resume: removed {left[0]} (" in done.stderr), done.stderr
+    assert not left[0].exists() and (run / "metrics.json").is_file()
+    assert plotting.read_bytes() == b"png" and (run / "hf").is_dir()
