@@ -43,3 +43,26 @@ def test_a_prepare_killed_while_writing_is_followed_by_one_that_prepares(tmp_pat
             f"by a prepare that was stopped while writing it") in err, err
     assert sorted(p.name for p in out.iterdir()) == ["meta.json", "tokenizer.json",
                                                      "train.bin", "val.bin"]
+
+
+def test_without_file_locks_what_a_prepare_may_be_writing_is_named_not_removed(
+        tmp_path, monkeypatch, capsys):
+    """On a file system with no locks (NFS) a prepare cannot tell a killed prepare's
+    temporary files from those of one writing now: it removed them under that one; it now
+    names them and is refused, leaving them."""
+    import attnlab.data.corpus as corpus
+
+    text, out = write_corpus(tmp_path / "corpus.txt"), tmp_path / "corpus"
+    out.mkdir()
+    for name in (".train.bin.tmp", ".val.bin.tmp"):
+        (out / name).write_bytes(b"\0" * 8)
+    monkeypatch.setattr(corpus, "hold", lambda *args: None)
+    assert main(["prepare", str(text), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"attnlab: error: --out {out} holds .train.bin.tmp, .val.bin.tmp, left by a prepare "
+        f"that was stopped while writing it, or written by one running now (this file system "
+        f"has no locks to tell which); remove them if no attnlab prepare is writing {out}, "
+        f"and prepare again\n")
+    assert sorted(p.name for p in out.iterdir()) == [".train.bin.tmp", ".val.bin.tmp"]
+    assert all((out / name).read_bytes() == b"\0" * 8 for name in (".train.bin.tmp",
+                                                                     ".val.bin.tmp"))
