@@ -74,14 +74,17 @@ def check_named(value: str | os.PathLike, flag: str, what: str, hint: str = "") 
 
 
 def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
-                 make_parents: bool = True, hint: str = "", example: str = "out") -> Path:
+                 make_parents: bool = True, renamed: bool = False, hint: str = "",
+                 example: str = "out") -> Path:
     """``out`` as a Path, or a ``UsageError`` naming ``flag`` and the path when nothing could
     be written there: an empty name; ``-`` (standard output elsewhere); a file where a
     directory is wanted (``directory``) or a directory where a file is; a broken or looping
     symbolic link on the way; a file where a parent directory should be; a missing parent when
     the command does not make parents (``make_parents=False``); or a nearest existing
     directory this process cannot create files in (tested by making and removing a temporary
-    directory there: the one test that also holds for root and for /proc). ``hint`` ends each
+    directory there: the one test that also holds for root and for /proc; with ``renamed``,
+    the command writes beside ``out`` and renames onto it, so its parent is that directory,
+    whatever ``out`` is). ``hint`` ends each
     message (e.g. how to choose another path); ``example`` is the file name suggested inside a
     directory given for a file. Whether an existing ``out`` may be replaced is the caller's
     rule."""
@@ -97,7 +100,8 @@ def check_output(out: str | os.PathLike, flag: str, *, directory: bool,
     if not directory and path.is_dir():
         raise UsageError(f"{flag} {path} is a directory; name a file in it, e.g. "
                          f"{path / example}{hint}")
-    ancestor = path.absolute() if directory else path.absolute().parent  # where files go
+    # where files go
+    ancestor = path.absolute() if directory and not renamed else path.absolute().parent
     while not ancestor.exists():
         if ancestor.is_symlink():  # a dangling link, or a loop
             raise UsageError(f"{flag} {path}: {ancestor} is a broken or looping symbolic "

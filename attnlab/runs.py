@@ -37,7 +37,7 @@ __all__ = [
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
     "digest_holds",
     "check_test_files",
-    "process_umask",
+    "process_umask", "remove_temporaries",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
 ]
@@ -122,8 +122,24 @@ def sync(path: str | Path) -> None:
         os.close(fd)
 
 
+# the name of ``write_through``'s temporary file: ``.NAME.<8 hex digits>.tmp``
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.tmp")
+
+# the files train itself writes through ``write_through`` in its run directory, by folder
+# ("." the run directory): the only ones whose temporaries ``remove_temporaries`` takes for
+# a killed train's (evaluate, plot and view write others there without holding the run)
+_TRAIN_WRITES = {
+    ".": re.compile(r"model\.safetensors|metrics\.json|config\.yaml|tokenizer\.json"
+                    r"|confusion\.csv|baselines\.json|\.launched"),
+    "logs": re.compile(r"metrics(\.part[0-9]+)?\.csv"),
+    "adapter": re.compile(r"adapter_model\.safetensors|adapter_config\.json"),
+    "data": re.compile(r"meta\.json|tokenizer\.json"),
+}
+
+
 def _create_temporary(path: Path) -> tuple[int, Path]:
-    """A new, empty ``.NAME.<random>.tmp`` next to ``path``, opened for writing."""
+    """A new, empty ``.NAME.<random>.tmp`` next to ``path`` (``_TEMPORARY``), opened for
+    writing."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -132,6 +148,48 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name next to {path}")
+
+
+def remove_temporaries(run_dir: str | Path, *, held: bool = True) -> str | None:
+    """Remove the temporary files of ``write_through`` that a process killed while writing
+    (SIGKILL, out of memory) left in ``run_dir`` and the folders train writes: hidden, and as
+    large as the file written (``model.safetensors``), which no later run removed. Only
+    those of the files train writes (``_TRAIN_WRITES``), and only while this process holds
+    ``run_dir`` (``held``: no other train writes there); else they are named. A folder that
+    cannot be listed (mode 000: a killed ``export --hf RUN/hf``'s claim) is passed over.
+    Returns the one line that says so, or None where there were none.
+
+    Examples:
+        >>> _ = Path("run").mkdir(), Path("run/.metrics.json.0123abcd.tmp").write_text("{")
+        >>> remove_temporaries("run").endswith(".tmp (1 bytes), left by a write that was stopped")
+        True
+    """
+    run_dir = Path(run_dir)
+    found = []
+    for folder, names in _TRAIN_WRITES.items():
+        folder = run_dir / folder
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        try:
+            listed = sorted(folder.iterdir())
+        except OSError:  # (unreadable: nothing of train's can be there)
+            continue
+        found += [p for p in listed if (m := _TEMPORARY.fullmatch(p.name))
+                  and names.fullmatch(m["name"]) and p.is_file() and not p.is_symlink()]
+    if not found:
+        return None
+    named = ", ".join(map(str, found))
+    if not held:
+        return (f"note: --resume: {named} may be left by a write that was stopped; remove it "
+                f"if no attnlab train is writing {run_dir} now")
+    size = 0
+    try:
+        for path in found:
+            size += path.stat().st_size
+            path.unlink()
+    except OSError as e:
+        return f"note: --resume: {named} left by a write that was stopped: {e}"
+    return f"note: --resume: removed {named} ({size:,} bytes), left by a write that was stopped"
 
 
 _UMASK_LOCK = threading.Lock()

@@ -85,9 +85,12 @@ def run(args) -> int:
     from ..tasks import get_task
 
     check_threads(args.threads)
-    out = check_output(args.hf, "--hf", directory=True, make_parents=False)
-    if out.exists() or out.is_symlink():
-        raise _exists(out)
+    # export writes beside OUT and renames onto it: the parent is where it must write, and
+    # the only directory a user other than root can write in when OUT is a killed export's
+    # claim (mode 000)
+    out = check_output(args.hf, "--hf", directory=True, make_parents=False, renamed=True)
+    if (out.exists() or out.is_symlink()) and not _a_killed_claim(out):
+        raise _exists(out)  # (a killed export's claim is removed once the run is checked)
     run_dir, cfg = check_run_dir(args.run_dir, tasks=export_tasks(), command="export",
                                  checkpoint=args.checkpoint)
     try:
@@ -179,6 +182,7 @@ def _write_atomically(out, model, tokenizers) -> None:
     from transformers.utils import logging
 
     logging.disable_progress_bar()  # "Writing model shards" on stderr
+    _remove_a_killed_claim(out)
     _remove_leftovers(out)
     # made under a name the sweep of another export ignores (``.new``), held, then given its
     # ``.partial`` name (the lock stays with the directory): made as ``.partial``, another
@@ -204,7 +208,7 @@ def _write_atomically(out, model, tokenizers) -> None:
         # Windows' rename replaces no directory: it fails on any OUT, and is the claim itself
         if _rename_replaces_an_empty_directory():
             try:
-                out.mkdir()
+                out.mkdir(mode=CLAIM_MODE)  # (a kill before the rename: _remove_a_killed_claim)
             except FileExistsError:
                 raise _exists(out, made_since=True) from None
             claimed = True
@@ -229,6 +233,84 @@ def _write_atomically(out, model, tokenizers) -> None:
 # which a later export tells those of its own from a user's files beside OUT
 PARTIAL = ".partial"
 
+# the mode of the empty OUT by which an export claims it just before it renames its files
+# there: no one's own directory has it, so the claim of an export killed between the two
+# steps is told from a directory a user made (``_remove_a_killed_claim``); the rename needs
+# no permission on the directory it replaces
+CLAIM_MODE = 0o000
+
+
+def _a_killed_claim(out) -> bool:
+    """Whether ``out`` is the claim of an export killed before its last rename (SIGKILL,
+    out of memory): a directory of ``CLAIM_MODE`` while no export holds a temporary
+    directory beside it (one writing now claims OUT before its rename). Only an empty one is
+    removed (``_remove_a_killed_claim``); its mode cannot always be read past (a user other
+    than root), so its emptiness is left to ``rmdir``."""
+    import stat
+
+    try:
+        st = out.lstat()
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o777 == CLAIM_MODE
+            and not _held(out))
+
+
+def _remove_a_killed_claim(out) -> None:
+    """Remove ``out`` where it is the empty claim of a killed export (``_a_killed_claim``),
+    saying so; its files, left beside it, are removed next (``_remove_leftovers``). Any
+    other OUT — a user's directory, a finished export — is left as it is (``rmdir`` removes
+    only an empty directory), and refused."""
+    import os
+    import sys
+
+    if not _a_killed_claim(out):
+        return
+    try:
+        os.rmdir(out)
+    except OSError:  # not empty: not a claim, but a directory of someone's
+        raise _exists(out) from None
+    print(f"note: --hf: removed {out}, the empty directory by which an export to it that was "
+          f"killed before it finished had claimed it", file=sys.stderr)
+
+
+def _held(out) -> bool:
+    """Whether an export holds a temporary directory beside ``out``: it is writing ``out``
+    now."""
+    import os
+
+    from ..errors import UsageError
+    from ..paths import hold
+
+    for path in _beside(out):
+        if path.name.endswith(PARTIAL):
+            try:
+                fd = hold(path, "--hf", "export")
+            except UsageError:
+                return True
+            except OSError:  # (another user's, say)
+                continue
+            if fd is not None:
+                os.close(fd)
+    return False
+
+
+def _beside(out) -> list:
+    """The directories beside ``out`` named as an export's temporary ones
+    (``.OUT.<random>`` or ``.OUT.<random>.partial``; not ``.new``, which another export may
+    be about to hold), links left out; none where the parent cannot be listed (a drop box:
+    write and search, no read)."""
+    import re
+
+    ours = re.compile(re.escape(f".{out.name}.") + r"[a-z0-9_]{8}(" + re.escape(PARTIAL)
+                      + ")?")
+    try:
+        beside = sorted(out.parent.iterdir())
+    except OSError:
+        return []
+    return [path for path in beside
+            if ours.fullmatch(path.name) and not path.is_symlink() and path.is_dir()]
+
 
 def _remove_leftovers(out) -> None:
     """Remove the temporary directories that exports to ``out`` killed while writing (SIGKILL,
@@ -239,25 +321,16 @@ def _remove_leftovers(out) -> None:
     before the ``.partial`` ending did (``.OUT.<random>``, a name a user's may have too),
     nothing is removed: the note names them instead."""
     import os
-    import re
     import shutil
     import sys
 
     from ..errors import UsageError
     from ..paths import hold
 
-    ours = re.compile(re.escape(f".{out.name}.") + r"[a-z0-9_]{8}(" + re.escape(PARTIAL) + ")?")
     removed, named, size = [], [], 0
-    try:
-        beside = sorted(out.parent.iterdir())
-    except OSError:  # a drop box (write and search, no read): no leftover can be found
-        return
-    for path in beside:
-        found = ours.fullmatch(path.name)
-        if not found or path.is_symlink() or not path.is_dir():
-            continue
+    for path in _beside(out):
         try:  # (raises where another export holds it: writing it now)
-            fd = hold(path, "--hf", "export") if found[1] else None
+            fd = hold(path, "--hf", "export") if path.name.endswith(PARTIAL) else None
         except UsageError:
             continue
         except OSError:  # (another user's, say): not for this export to remove
@@ -296,5 +369,21 @@ def _exists(out, *, made_since: bool = False):
     from ..errors import UsageError
 
     when = " (made while export was writing it)" if made_since else ""
+    left = [] if made_since else _left_beside_an_empty(out)
+    if left:  # an export stopped at its last step whose claim is not told apart by its mode
+        when = (f" (empty; beside it, {left[0]} is what an export to it left when it was "
+                f"stopped: if you did not make {out.name}, remove it and export again)")
     return UsageError(f"--hf {out} already exists{when}; give a new directory (export never "
                       f"writes over a path)")
+
+
+def _left_beside_an_empty(out) -> list:
+    """The temporary directories of stopped exports beside ``out`` where ``out`` is an empty
+    directory (none where it is not, or one is being written now)."""
+    try:
+        empty = out.is_dir() and not out.is_symlink() and not any(out.iterdir())
+    except OSError:
+        return []
+    if not empty or _held(out):
+        return []
+    return [path for path in _beside(out) if path.name.endswith(PARTIAL)]

@@ -740,8 +740,11 @@ def run(args: argparse.Namespace) -> int:
         if cfg.resume and not _is_child():  # held: no save of another process is writing it
             from ..training.checkpoint import remove_partial_checkpoint
 
-            note = remove_partial_checkpoint(run_dir, held=lock is not None)
-            _say([note] if note else [])
+            from ..runs import remove_temporaries
+
+            notes = [remove_partial_checkpoint(run_dir, held=lock is not None),
+                     remove_temporaries(run_dir, held=lock is not None)]
+            _say([note for note in notes if note])
         # (a SIGTERM or SIGHUP before the loop raises Interrupted: cli._sigterm_interrupts)
         wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
         _train(cfg, run_dir, checked)

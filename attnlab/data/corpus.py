@@ -503,7 +503,7 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
     out = _check_out_dir(out_dir, paths, force)
     read_first: list[str] = []
     total, not_nfc = _count_characters(paths, chunk_chars, read_first, text_column)
-    with _held(out, lambda: _check_out_dir(out_dir, paths, force)):
+    with _held(out, lambda held: _check_out_dir(out_dir, paths, force, held=held)):
         meta = _write_corpus(paths, out, tokenizer, vocab_size, val_fraction, chunk_chars, total,
                              read_first, text_column)
     _say_form(paths, not_nfc, tokenizer, meta)
@@ -513,23 +513,26 @@ def prepare(paths: Sequence[str | Path], out_dir: str | Path, *,
 @contextmanager
 def _held(out: Path, check):
     """``out``, made if missing, held for this prepare (``paths.hold``) and ``check``-ed again
-    once held (another prepare of it may have finished meanwhile), while the body writes it;
-    what the body wrote under temporary names goes if it fails. Two prepares of one --out
-    started together (each task of a sweep preparing the corpus it trains on) wrote into the
-    same temporary files, and the second's commit removed the first's meta.json: the one that
-    said "prepared" left no corpus, the others a traceback."""
+    once held (another prepare of it may have finished meanwhile; ``check(False)`` where the
+    file system has no locks), while the body writes it; what the body wrote under temporary
+    names goes if it fails (not, where nothing was held, those found before it wrote: they
+    may be another prepare's). Two prepares of one --out started together (each task of a
+    sweep preparing the corpus it trains on) wrote into the same temporary files, and the
+    second's commit removed the first's meta.json: the one that said "prepared" left no
+    corpus, the others a traceback."""
     created = not out.exists()
-    lock, held = None, False
+    lock, tried, checked = None, False, False
     try:  # (from the mkdir: a SIGTERM just after it left the directory made behind)
         out.mkdir(parents=True, exist_ok=True)
         lock = hold(out, "--out", "prepare")  # (refused: nothing here is this prepare's)
-        held = True
-        check()
+        tried = True
+        check(lock is not None)
+        checked = True
         yield
     except BaseException as e:
-        if held:
+        if lock is not None or checked:
             _remove_temporary(out, created)
-        elif created and not isinstance(e, UsageError):  # stopped before it held `out`:
+        elif not tried and created and not isinstance(e, UsageError):  # stopped before hold:
             _remove_temporary(out, created)  # only the empty directory it made goes
         raise
     finally:
@@ -631,10 +634,16 @@ def _remove_temporary(out: Path, created: bool) -> None:
         out.rmdir()
 
 
-def _check_out_dir(out_dir: str | Path, paths, force: bool) -> Path:
+def _check_out_dir(out_dir: str | Path, paths, force: bool, *,
+                   held: bool | None = None) -> Path:
     """``out_dir`` as a Path, or refused where nothing can be written (``check_output``), or
     where it would overwrite what the user did not ask to replace. Checked as given: an empty
-    ``--out ""`` was ``Path("")``, the current directory, which an empty one let it fill."""
+    ``--out ""`` was ``Path("")``, the current directory, which an empty one let it fill.
+    One that holds only the temporary files of a prepare killed while writing (SIGKILL, out
+    of memory) is taken as empty: they were called "a prepared corpus", to be replaced with
+    --force; once ``held`` (no prepare writes there now) they are removed, saying so; where
+    nothing could be held (``held=False``: no file locks, NFS) they are refused, named, for
+    the user to remove (they may be those of a prepare writing there now)."""
     out = check_output(out_dir, "--out", directory=True)
     inside = os.path.realpath(out)  # (not Path.resolve: it raises on a symbolic-link loop)
     for path in paths:  # `prepare data/c/meta.json --out data/c --force` would eat its input
@@ -644,10 +653,18 @@ def _check_out_dir(out_dir: str | Path, paths, force: bool) -> Path:
     if not out.exists():
         return out
     entries = sorted(p.name for p in out.iterdir())
-    if not entries:
+    left = [n for n in entries if n in _TEMPORARY
+            or (n.startswith(".meta.json.") and n.endswith(".tmp"))]
+    if len(left) == len(entries):  # (none, or only what a killed prepare left)
+        if held and left:
+            _remove_killed(out, left)
+        elif held is False and left:
+            raise UsageError(f"--out {out} holds {', '.join(left)}, left by a prepare that was "
+                             f"stopped while writing it, or written by one running now (this "
+                             f"file system has no locks to tell which); remove them if no "
+                             f"attnlab prepare is writing {out}, and prepare again")
         return out
-    foreign = [n for n in entries if n not in CORPUS_FILES and n not in _TEMPORARY
-               and not (n.startswith(".meta.json.") and n.endswith(".tmp"))]
+    foreign = [n for n in entries if n not in CORPUS_FILES and n not in left]
     if foreign:
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
         raise UsageError(f"--out {out} already holds {foreign[0]}{more}, which `attnlab prepare` "
@@ -662,6 +679,16 @@ def _check_out_dir(out_dir: str | Path, paths, force: bool) -> Path:
                          f"--force replaces only a prepared corpus: remove the files yourself or "
                          f"choose another --out")
     return out
+
+
+def _remove_killed(out: Path, left: list[str]) -> None:
+    """Remove ``left``, the temporary files in ``out`` of a prepare killed while writing,
+    naming them and their size in one line."""
+    size = sum((out / name).stat().st_size for name in left)
+    for name in left:
+        (out / name).unlink(missing_ok=True)
+    print(f"note: --out {out}: removed {', '.join(left)} ({size:,} bytes), left by a prepare "
+          f"that was stopped while writing it", file=sys.stderr, flush=True)
 
 
 def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fraction: float,

@@ -301,7 +301,9 @@ class Loop:
         self.optimizer = fabric.setup_optimizers(self.optimizer)
         if state:
             self._restore(last, state)
-        elif fabric.is_global_zero:
+        if cfg.resume and fabric.is_global_zero:  # after every refusal of the checkpoint
+            keep_previous_log(self.run_dir / "logs")  # (a refused --resume adds no file)
+        if not state and fabric.is_global_zero:
             # again, now that the task has resolved its 'auto' settings (translate's
             # tokenisers): --resume then rebuilds what this run trains; a resumed run without
             # a checkpoint too (killed before it got here, its config.yaml lacks them)
@@ -349,18 +351,21 @@ class Loop:
             if self.fabric.is_global_zero:  # killed before its first checkpoint: nothing lost
                 print(f"--resume: no checkpoint yet in {checkpoint_dir(self.run_dir)}; "
                       f"training from step 0", file=sys.stderr, flush=True)
-                keep_previous_log(self.run_dir / "logs")
             return None
         state = read_checkpoint(last)
         check_fits(last, state, self.module)
         check_epochs(self.cfg.epochs, self.max_steps, int(state["global_step"]))
-        if self.fabric.is_global_zero:
-            keep_previous_log(self.run_dir / "logs")
         return state
 
     def _restore(self, last: Path, state: dict[str, Any]) -> None:
         """Weights, optimiser, schedule, the data's position, the step, the clock and (at the
         first batch) the random state of the checkpoint."""
+        # the best so far first: it may refuse (a --monitor the checkpoint did not watch),
+        # before any note on what the resumed run continues with
+        if self.watch is not None and state.get("best") is not None:
+            note = self.watch.load_state_dict(state["best"], str(last))
+            if note and self.fabric.is_global_zero:
+                print(f"note: {note}", file=sys.stderr, flush=True)
         if self.cfg.strategy == "fsdp":  # the sharded model and optimiser: via Fabric
             self.fabric.load(last, {"state_dict": self.model, "optimizer": self.optimizer},
                              strict=False, weights_only=True)
@@ -385,10 +390,6 @@ class Loop:
         if self.frozen:  # the model was built anew: its frozen weights are the checkpoint's,
             # rounded; exact, where the checkpoint has them (one saved before: left rounded)
             self.frozen = frozen_float32(state)
-        if self.watch is not None and state.get("best") is not None:  # the best so far
-            note = self.watch.load_state_dict(state["best"], str(last))
-            if note and self.fabric.is_global_zero:
-                print(f"note: {note}", file=sys.stderr, flush=True)
         # this process's own (DDP: each draws its own dropout masks)
         self._rng_to_restore = rank_rng(state, self.fabric.global_rank, self.fabric.world_size)
         self.hits = int(state.get("early_stop_hits", 0))  # the early stop's streak so far

@@ -146,3 +146,33 @@ def task_runs(tmp_path_factory):
                 "--max-steps", "40", *tiny_args(task, data)]
         assert main(argv) == 0, argv
     return runs
+
+
+# root without the capabilities that let it read, list and write past a directory's mode:
+# what any other owner of the files is
+AS_AN_OWNER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner",
+               "--inh-caps=-all"]
+
+
+def as_an_owner(tmp_path, *argv):
+    """``attnlab ARGV`` in a process of its own run as an owner other than root (``setpriv``
+    dropping root's capabilities; a user not root already is one): its completed process,
+    stdout and stderr text. Skips where ``setpriv`` is missing or cannot drop them."""
+    closed = tmp_path / "as-an-owner"
+    closed.mkdir(mode=0)
+    try:
+        probe = subprocess.run([*AS_AN_OWNER, sys.executable, "-c",
+                                f"import os; os.listdir({str(closed)!r})"],
+                               capture_output=True, text=True)
+    except OSError:
+        pytest.skip("no setpriv here")
+    finally:
+        closed.rmdir()
+    if probe.returncode == 0:
+        pytest.skip("setpriv cannot drop root's capabilities here")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        os.environ.get("PYTHONPATH")]))}
+    env.pop("ATTNLAB_RUN_DIR", None)
+    return subprocess.run([*AS_AN_OWNER, sys.executable, "-m", "attnlab", *argv],
+                          capture_output=True, text=True, env=env)
