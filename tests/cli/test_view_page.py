@@ -82,3 +82,88 @@ def test_the_head_chosen_is_shown_again_after_a_layer_of_one_head(page, heads_2_
     assert driver.find_element(By.ID, "layer-label").text == "layer 3 · head 2"
     hover(driver, '.qtok[data-index="1"]')
     assert readout(driver) == {j: f"{weights[2][1, 1, j]:.4f}" for j in range(4)}
+
+
+# Every element's own text: its colour, and the colour under it (its backgrounds blended, the
+# page's at the bottom), as the browser computed them. A canvas (the maps) is not text.
+_TEXTS = """
+const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return m.length === 3 ? [...m, 1] : m; };
+function under(node) {
+  const layers = [];
+  for (let n = node; n; n = n.parentElement) {
+    const c = rgba(getComputedStyle(n).backgroundColor);
+    if (c[3] > 0) layers.push(c);
+    if (c[3] === 1) break;
+  }
+  let bg = [255, 255, 255];  // the canvas of a page without a background
+  layers.reverse().forEach(([r, g, b, a]) => { bg = [r, g, b].map((v, k) => a * v + (1 - a) * bg[k]); });
+  return bg;
+}
+const out = [];
+document.querySelectorAll("body *").forEach((n) => {
+  const own = [...n.childNodes].filter((c) => c.nodeType === 3).map((c) => c.textContent).join("").trim();
+  const style = getComputedStyle(n), box = n.getBoundingClientRect();
+  if (!own || style.visibility !== "visible" || box.width === 0 || n.closest("[hidden]")) return;
+  const c = rgba(style.color), bg = under(n);
+  out.push([own.slice(0, 20), n.className || n.tagName, c.slice(0, 3).map((v, k) => c[3] * v + (1 - c[3]) * bg[k]), bg]);
+});
+return out;
+"""
+
+
+def contrast(a, b) -> float:
+    """WCAG 2's contrast ratio of two sRGB colours (0-255)."""
+    def luminance(rgb):
+        lin = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4
+               for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.fixture
+def masked_translation():
+    """An encoder-decoder's three groups, the decoder's causal (a grey, masked readout row)."""
+    import torch
+
+    from attnlab.explorer.collect import collect_layers, with_tokens
+    from attnlab.models import Seq2SeqTransformer
+
+    torch.manual_seed(1)
+    model = Seq2SeqTransformer(12, 9, model_dim=16, num_heads=2, num_layers=2,
+                               dim_feedforward=32).eval()
+    layers = collect_layers(model, torch.tensor([[5, 6, 7, 8, 2]]), torch.tensor([[1, 4, 5, 6]]))
+    source, target = ["three", "hundred", "forty", "two", "</s>"], ["<s>", "342", "·", "x"]
+    return attention_data(with_tokens(layers, source, target), source, task="translate",
+                          run="runs/de", title="translate: attention on '342'")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_text_is_readable_in_light_and_dark(page, masked_translation, scheme):
+    """A class's projector, a dark room: with the reader's system in dark mode the page stayed
+    white, and in either mode the hovered token's red label (3.5:1 on white) and a masked
+    readout row (#aaa, 2.3:1) were under WCAG's 4.5:1. Now the page follows the reader's
+    scheme and every text on it, hovered or not, stands at least 4.5:1 from what is under it."""
+    driver = page(masked_translation)
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
+        {"name": "prefers-color-scheme", "value": scheme}]})
+    try:
+        driver.refresh()
+        ready(driver)
+        background = driver.execute_script(
+            "return getComputedStyle(document.body).backgroundColor")
+        dark = contrast([int(v) for v in background[4:-1].split(",")[:3]], [0, 0, 0]) < 2
+        assert dark == (scheme == "dark"), background
+        poor = []
+        for group in ("decoder", "cross"):
+            driver.find_element(By.CSS_SELECTOR, f'button.group[data-group="{group}"]').click()
+            # a token's label marked (the decoder's later keys masked), then a cell: its row
+            # of the readout marked
+            for target in ('.qtok[data-index="1"]', "#main-map"):
+                hover(driver, target)
+                poor += [(text, where, round(contrast(c, bg), 2))
+                         for text, where, c, bg in driver.execute_script(_TEXTS)
+                         if contrast(c, bg) < 4.5]
+        assert not poor, "\n".join(map(str, poor))  # (text, element, ratio)
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})

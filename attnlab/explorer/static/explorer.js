@@ -12,7 +12,13 @@
   // ---- colours: viridis, interpolated from its published anchor colours -------------------
   const ANCHORS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
                    "#6ece58", "#b5de2b", "#fde725"];
-  const MASKED = [226, 226, 226];  // a key a causal query cannot see
+  // a key a causal query cannot see: light grey, dark grey on a dark page (the stylesheet's
+  // --masked-cell; light grey there outshone the weights beside it)
+  const MASKED = (function () {
+    const hex = getComputedStyle(document.documentElement).getPropertyValue("--masked-cell").trim();
+    return /^#[0-9a-f]{6}$/i.test(hex) ? [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16))
+      : [226, 226, 226];
+  })();
   const LUT = (function () {
     const rgb = ANCHORS.map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
     const lut = [];
