@@ -49,7 +49,10 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu"):
+    # the explorer's browser tests' own (tests/explorer/conftest.py); also the docs' pictures'
+    # (docs/figures/attention_explorer_translate.py), which must not show scrollbars
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                "--disable-dev-shm-usage", "--hide-scrollbars"):
         options.add_argument(arg)
     options.binary_location = "/usr/bin/chromium"
     driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
