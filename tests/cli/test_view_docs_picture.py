@@ -32,6 +32,24 @@ def test_make_docs_images_renews_the_translate_picture():
     assert _script().OUT == ROOT / "docs" / "images" / "attention_explorer_translate.png"
 
 
+def test_make_docs_images_reuses_a_trained_translator():
+    """`make docs-images` trained a 600-step translator on every call and threw it away; with
+    TRANSLATE_RUN it shows that run instead (`make -n` prints the recipe, runs nothing)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+
+    def recipe(*var):
+        done = subprocess.run(["make", "-n", "docs-images", *var], cwd=ROOT, check=True,
+                              stdout=subprocess.PIPE, text=True)
+        return next(line for line in done.stdout.splitlines() if "translate.py" in line)
+
+    assert recipe("TRANSLATE_RUN=runs/my de").endswith('translate.py --run "runs/my de"')
+    assert "--run" not in recipe()
+
+
 def test_the_picture_is_the_cross_attention_with_the_row_pinned(tmp_path, capsys):
     """What the docs say of the picture: a 1280 x 800 page on its cross-attention, layer 1
     head 1, one target token's row pinned; its readout is that row of the model's weights."""
