@@ -167,3 +167,29 @@ def test_every_text_is_readable_in_light_and_dark(page, masked_translation, sche
         assert not poor, "\n".join(map(str, poor))  # (text, element, ratio)
     finally:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+def test_masked_cells_turn_dark_when_the_system_does_with_the_page_open(page,
+                                                                        masked_translation):
+    """The system switched to dark with the page open: the page turned dark but the decoder's
+    masked cells stayed light grey (226, 226, 226) until a reload. They follow, no reload."""
+    from tests.explorer.test_page_browser import _pixel
+
+    driver = page(masked_translation)
+    ready(driver)
+    driver.find_element(By.CSS_SELECTOR, 'button.group[data-group="decoder"]').click()
+    assert _pixel(driver, 0, 3) == [226, 226, 226]  # a causal query 0 cannot see key 3
+    try:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
+            {"name": "prefers-color-scheme", "value": "dark"}]})
+        cell = driver.execute_script("return getComputedStyle(document.documentElement)"
+                                     ".getPropertyValue('--masked-cell').trim()")
+        dark = [int(cell[i:i + 2], 16) for i in (1, 3, 5)]
+        assert dark != [226, 226, 226]
+        assert _pixel(driver, 0, 3) == dark
+        thumbs = driver.execute_script("""
+            return [...document.querySelectorAll('canvas.thumb')].map((c) =>
+              [...c.getContext('2d').getImageData(c.width - 1, 0, 1, 1).data].slice(0, 3));""")
+        assert thumbs and all(t == dark for t in thumbs)  # every small map's corner too
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})

@@ -13,12 +13,14 @@
   const ANCHORS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
                    "#6ece58", "#b5de2b", "#fde725"];
   // a key a causal query cannot see: light grey, dark grey on a dark page (the stylesheet's
-  // --masked-cell; light grey there outshone the weights beside it)
-  const MASKED = (function () {
+  // --masked-cell; light grey there outshone the weights beside it), read again when the system
+  // turns dark or light with the page open (see the events)
+  const maskedCell = () => {
     const hex = getComputedStyle(document.documentElement).getPropertyValue("--masked-cell").trim();
     return /^#[0-9a-f]{6}$/i.test(hex) ? [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16))
       : [226, 226, 226];
-  })();
+  };
+  let MASKED = maskedCell();
   const LUT = (function () {
     const rgb = ANCHORS.map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
     const lut = [];
@@ -609,6 +611,13 @@
   });
 
   if (embedded && window.ResizeObserver) new ResizeObserver(reportHeight).observe(body);
+
+  // the system turned dark (or light) with the page open: the canvases' masked cells are pixels,
+  // not CSS, so they are painted again in the new --masked-cell (they stayed light grey)
+  const dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)");
+  if (dark) {
+    dark.addEventListener("change", () => { MASKED = maskedCell(); pixels = null; render(true); });
+  }
 
   window.attnlab = { data, state, select };
   render(true);
