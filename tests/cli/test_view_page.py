@@ -84,6 +84,19 @@ def test_the_head_chosen_is_shown_again_after_a_layer_of_one_head(page, heads_2_
     assert readout(driver) == {j: f"{weights[2][1, 1, j]:.4f}" for j in range(4)}
 
 
+def test_a_head_selected_by_script_is_the_head_the_arrows_keep(page, heads_2_1_2):
+    """window.attnlab.select(0, 0, 1) showed head 2, but ↓ ↓ then showed head 1: the head the
+    arrows keep was not set. The head selected is kept as a click's."""
+    weights, data = heads_2_1_2
+    driver = page(data)
+    ready(driver)
+    driver.execute_script("window.attnlab.select(0, 0, 1)")
+    assert driver.find_element(By.ID, "layer-label").text == "layer 1 · head 2"
+    key(driver, Keys.ARROW_DOWN)
+    key(driver, Keys.ARROW_DOWN)
+    assert driver.find_element(By.ID, "layer-label").text == "layer 3 · head 2"
+
+
 # Every element's own text: its colour, and the colour under it (its backgrounds blended, the
 # page's at the bottom), as the browser computed them. A canvas (the maps) is not text.
 _TEXTS = """

@@ -619,7 +619,11 @@
     dark.addEventListener("change", () => { MASKED = maskedCell(); pixels = null; render(true); });
   }
 
-  window.attnlab = { data, state, select };
+  // select(group, layer, head) as a reader's choice of head: the head ↑/↓ keep, as a click's
+  window.attnlab = {
+    data, state,
+    select: (group, layer, head) => { state.chosenHead = head; select(group, layer, head); },
+  };
   render(true);
   reportHeight();
   window.attnlab.readyMs = performance.now();  // since navigation started (benchmarks/explorer.py)
