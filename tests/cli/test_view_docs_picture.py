@@ -62,7 +62,7 @@ def test_the_picture_is_the_cross_attention_with_the_row_pinned(tmp_path, capsys
     assert main(["view", str(run), "--input", "342", "--out", str(page)]) == 0
     data = read_data(page.read_text(encoding="utf-8"))
     cross = next(layer for layer in data["layers"] if layer["group"] == "cross")
-    row = 1
+    row = 0  # a 2-step model may end its translation after one token
     out = tmp_path / "shot.png"
     read = _script().shoot(page, cross["query_tokens"][row], out)
     image = np.asarray(Image.open(out).convert("RGB"))
