@@ -14,6 +14,7 @@ shows where the text no longer holds. ``make docs-images`` runs it.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,10 +28,17 @@ ROW = "undvierzigtausend"
 TRAIN = ["train", "translate", "--src", "en", "--tgt", "de", "--seed", "42"]
 
 
+class NotARow(ValueError):
+    """``--row`` is not a token of the translation."""
+
+
 def attnlab(*argv: str, cwd: Path | None = None) -> str:
-    """Run the ``attnlab`` command of this Python (in ``cwd``); its standard output."""
+    """Run the ``attnlab`` command of this checkout (in ``cwd``); its standard output. Its
+    PYTHONPATH starts with this checkout, so an ``attnlab`` installed elsewhere is not run."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     done = subprocess.run([sys.executable, "-m", "attnlab", *argv], check=True, cwd=cwd,
-                          stdout=subprocess.PIPE, text=True)
+                          stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, "PYTHONPATH": path})
     return done.stdout
 
 
@@ -52,7 +60,7 @@ def shoot(page: Path, row: str, out: Path) -> list[tuple[str, str]]:
             "const d = window.attnlab.data, l = d.layers.find((x) => x.group === 'cross');"
             "return [l.query_tokens || d.query_tokens, l.key_tokens || d.key_tokens];")
         if row not in tokens:
-            raise ValueError(f"--row {row!r} is not a token of the translation: {tokens}")
+            raise NotARow(f"--row {row!r} is not a token of the translation: {tokens}")
         driver.find_element(By.CSS_SELECTOR,
                             f'.qtok[data-index="{tokens.index(row)}"]').click()  # pinned
         driver.execute_script("document.activeElement.blur()")  # no focus ring in the picture
@@ -80,7 +88,11 @@ def main(argv=None) -> None:
             attnlab(*TRAIN, "--out", str(run), cwd=where)
         page = Path(tmp) / "attention.html"
         attnlab("view", str(run), "--input", args.input, "--out", str(page), cwd=where)
-        read = shoot(page, args.row, args.out)
+        try:
+            read = shoot(page, args.row, args.out)
+        except NotARow as e:  # one line, as attnlab's own errors
+            print(f"{p.prog}: error: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
     print(f"{args.out}: cross-attention layer 1 head 1, row {args.row!r}: " +
           ", ".join(f"{w} on {k!r}" for k, w in read[:3]))
 

@@ -71,3 +71,38 @@ def test_the_picture_is_the_cross_attention_with_the_row_pinned(tmp_path, capsys
     assert read == [(k, f"{w:.4f}") for k, w in expected]
     docs = np.asarray(Image.open(_script().OUT).convert("RGB"))
     assert docs.shape == image.shape  # the committed picture: a page of the same size
+
+
+def test_the_script_runs_this_checkouts_attnlab(monkeypatch, tmp_path):
+    """Its `python -m attnlab` ran whichever attnlab the Python had installed (another
+    checkout's page in this checkout's picture); its PYTHONPATH now starts with this one."""
+    import os
+    import subprocess
+
+    seen = {}
+
+    def run(cmd, **kw):
+        seen.update(kw)
+        return SimpleNamespace(stdout="")
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setattr(subprocess, "run", run)
+    _script().attnlab("--version", cwd=tmp_path)
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep) == [str(ROOT), "/elsewhere"]
+
+
+def test_a_row_not_in_the_translation_is_one_line_and_no_picture(tmp_path, capsys):
+    """`--row` of a token the translation lacks was a traceback; it is one line naming --row,
+    exit 2, and no picture is written."""
+    run = tmp_path / "de"
+    assert main(["train", "translate", *tiny_args("translate", task_data(tmp_path),
+                                                  "--max-steps", "2"), "--out", str(run)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "shot.png"
+    with pytest.raises(SystemExit) as exit_:
+        _script().main(["--run", str(run), "--input", "342", "--row", "nowhere",
+                        "--out", str(out)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--row 'nowhere'" in err, err
+    assert not out.exists()
