@@ -97,8 +97,10 @@ def test_a_head_selected_by_script_is_the_head_the_arrows_keep(page, heads_2_1_2
     assert driver.find_element(By.ID, "layer-label").text == "layer 3 · head 2"
 
 
-# Every element's own text: its colour, and the colour under it (its backgrounds blended, the
-# page's at the bottom), as the browser computed them. A canvas (the maps) is not text.
+# Every element's own text: its colour, faded by its and its ancestors' opacity, and the colour
+# under it (its backgrounds blended, the page's at the bottom), as the browser computed them;
+# whether it is a hovered token's label, in a masked readout row, in the run's metrics; and
+# whether a filter (which this cannot measure) is on it. A canvas (the maps) is not text.
 _TEXTS = """
 const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return m.length === 3 ? [...m, 1] : m; };
 function under(node) {
@@ -112,13 +114,25 @@ function under(node) {
   layers.reverse().forEach(([r, g, b, a]) => { bg = [r, g, b].map((v, k) => a * v + (1 - a) * bg[k]); });
   return bg;
 }
+function faded(node) {  // [opacity, filtered] of node and its ancestors
+  let opacity = 1, filtered = false;
+  for (let n = node; n; n = n.parentElement) {
+    const style = getComputedStyle(n);
+    opacity *= Number(style.opacity);
+    filtered = filtered || style.filter !== "none";
+  }
+  return [opacity, filtered];
+}
 const out = [];
 document.querySelectorAll("body *").forEach((n) => {
   const own = [...n.childNodes].filter((c) => c.nodeType === 3).map((c) => c.textContent).join("").trim();
   const style = getComputedStyle(n), box = n.getBoundingClientRect();
   if (!own || style.visibility !== "visible" || box.width === 0 || n.closest("[hidden]")) return;
-  const c = rgba(style.color), bg = under(n);
-  out.push([own.slice(0, 20), n.className || n.tagName, c.slice(0, 3).map((v, k) => c[3] * v + (1 - c[3]) * bg[k]), bg]);
+  const c = rgba(style.color), bg = under(n), [opacity, filtered] = faded(n), a = c[3] * opacity;
+  const kind = n.matches(".qtok.on .label, .ktok.on .label") ? "hovered label"
+    : n.closest("li.masked") ? "masked row" : n.closest(".run-metrics") ? "run metrics" : "";
+  out.push([own.slice(0, 20), n.className || n.tagName, c.slice(0, 3).map((v, k) => a * v + (1 - a) * bg[k]), bg,
+            kind, filtered]);
 });
 return out;
 """
@@ -134,12 +148,16 @@ def contrast(a, b) -> float:
     return (hi + 0.05) / (lo + 0.05)
 
 
-@pytest.fixture
-def masked_translation():
-    """An encoder-decoder's three groups, the decoder's causal (a grey, masked readout row)."""
+@pytest.fixture(params=["a NaN metric", "no metrics"])
+def masked_translation(request, tmp_path):
+    """An encoder-decoder's three groups, the decoder's causal (a grey, masked readout row), of
+    a run whose metrics.json holds a null (a NaN: the alarm's colour) or is not written yet."""
+    import json
+
     import torch
 
     from attnlab.explorer.collect import collect_layers, with_tokens
+    from attnlab.explorer.record import run_record
     from attnlab.models import Seq2SeqTransformer
 
     torch.manual_seed(1)
@@ -147,8 +165,14 @@ def masked_translation():
                                dim_feedforward=32).eval()
     layers = collect_layers(model, torch.tensor([[5, 6, 7, 8, 2]]), torch.tensor([[1, 4, 5, 6]]))
     source, target = ["three", "hundred", "forty", "two", "</s>"], ["<s>", "342", "·", "x"]
+    run = tmp_path / "de"
+    run.mkdir()
+    if request.param == "a NaN metric":
+        (run / "metrics.json").write_text(json.dumps({"steps": 40, "val_loss": None,
+                                                      "test_token_accuracy": 0.5}))
     return attention_data(with_tokens(layers, source, target), source, task="translate",
-                          run="runs/de", title="translate: attention on '342'")
+                          run="runs/de", title="translate: attention on '342'",
+                          record=run_record(run))
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -167,17 +191,21 @@ def test_every_text_is_readable_in_light_and_dark(page, masked_translation, sche
             "return getComputedStyle(document.body).backgroundColor")
         dark = contrast([int(v) for v in background[4:-1].split(",")[:3]], [0, 0, 0]) < 2
         assert dark == (scheme == "dark"), background
-        poor = []
+        poor, kinds = [], set()
         for group in ("decoder", "cross"):
             driver.find_element(By.CSS_SELECTOR, f'button.group[data-group="{group}"]').click()
             # a token's label marked (the decoder's later keys masked), then a cell: its row
             # of the readout marked
             for target in ('.qtok[data-index="1"]', "#main-map"):
                 hover(driver, target)
-                poor += [(text, where, round(contrast(c, bg), 2))
-                         for text, where, c, bg in driver.execute_script(_TEXTS)
-                         if contrast(c, bg) < 4.5]
+                texts = driver.execute_script(_TEXTS)
+                kinds |= {kind for *_, kind, _ in texts}
+                poor += [(text, where, "filtered" if filtered else round(contrast(c, bg), 2))
+                         for text, where, c, bg, _, filtered in texts
+                         if filtered or contrast(c, bg) < 4.5]
         assert not poor, "\n".join(map(str, poor))  # (text, element, ratio)
+        # the texts the 4.5:1 was missed on before were among those measured
+        assert {"hovered label", "masked row", "run metrics"} <= kinds, kinds
     finally:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 
