@@ -73,8 +73,8 @@ notebooks: setup
 # Renew the docs' two screenshots from the code as it is: docs/images/attention_explorer.png,
 # the explorer on a freshly trained reversal run, taken by its browser test (seconds), and
 # docs/images/attention_explorer_translate.png, on a German number translator, by its script.
-# That script trains the translator with the defaults (600 steps: about 35 minutes measured on
-# two cores at a load average of 10) unless TRANSLATE_RUN names one already trained, reused:
+# That script trains the translator with the defaults (600 steps: 19 minutes measured on two
+# cores at a load average of 7 to 11) unless TRANSLATE_RUN names one already trained, reused:
 #   make docs-images TRANSLATE_RUN=runs/de
 # The suite checks only the pictures' size and that they are not blank: their pixels change with
 # the CPU's kernels and the font, so run this after changing the explorer's page and commit them.
