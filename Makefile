@@ -70,13 +70,19 @@ bench: setup
 notebooks: setup
 	$(PY) -m examples.run
 
-# Renew the docs' screenshots from the code as it is: the explorer on a freshly trained reversal
-# run (docs/attention_explorer.md), taken by its browser test. The suite checks only the
-# picture's size and that it is not blank: its pixels change with the CPU's kernels and the
-# font, so run this after changing the explorer's page and commit the picture.
+# Renew the docs' two screenshots from the code as it is: docs/images/attention_explorer.png,
+# the explorer on a freshly trained reversal run, taken by its browser test (seconds), and
+# docs/images/attention_explorer_translate.png, on a German number translator, by its script.
+# That script trains the translator with the defaults (600 steps: 19 minutes measured on two
+# cores at a load average of 7 to 11) unless TRANSLATE_RUN names one already trained, reused:
+#   make docs-images TRANSLATE_RUN=runs/de
+# The suite checks only the pictures' size and that they are not blank: their pixels change with
+# the CPU's kernels and the font, so run this after changing the explorer's page and commit them.
+TRANSLATE_RUN ?=
 docs-images: setup browser
 	$(PY) -m pytest -q tests/explorer/test_page_browser.py -k screenshot_at_1280
 	cp build/test-artifacts/attention_explorer.png docs/images/attention_explorer.png
+	$(PY) docs/figures/attention_explorer_translate.py $(if $(TRANSLATE_RUN),--run "$(TRANSLATE_RUN)")
 
 # The docs site into site/: docs/ pages, the notebooks as committed, the API reference; strict,
 # so a broken link or a docstring that does not render stops the build.

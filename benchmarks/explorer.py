@@ -44,12 +44,19 @@ def page(layers: int, heads: int, tokens: int) -> str:
                                       names, title=f"{layers} x {heads} x {tokens}"))
 
 
+# Chromium's options, the one list of the explorer's browser tests (tests/explorer/conftest.py),
+# this benchmark and the docs' pictures (docs/figures/attention_explorer_translate.py), which
+# must not show scrollbars
+CHROMIUM_ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                 "--disable-dev-shm-usage", "--hide-scrollbars")
+
+
 def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu"):
+    for arg in CHROMIUM_ARGS:
         options.add_argument(arg)
     options.binary_location = "/usr/bin/chromium"
     driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from attnlab.explorer import render_html
+from benchmarks.explorer import CHROMIUM_ARGS  # the one list, the benchmark's and docs'
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
@@ -23,8 +24,7 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
-                "--disable-dev-shm-usage", "--hide-scrollbars"):
+    for arg in CHROMIUM_ARGS:
         options.add_argument(arg)
     options.binary_location = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})

@@ -12,7 +12,15 @@
   // ---- colours: viridis, interpolated from its published anchor colours -------------------
   const ANCHORS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
                    "#6ece58", "#b5de2b", "#fde725"];
-  const MASKED = [226, 226, 226];  // a key a causal query cannot see
+  // a key a causal query cannot see: light grey, dark grey on a dark page (the stylesheet's
+  // --masked-cell; light grey there outshone the weights beside it), read again when the system
+  // turns dark or light with the page open (see the events)
+  const maskedCell = () => {
+    const hex = getComputedStyle(document.documentElement).getPropertyValue("--masked-cell").trim();
+    return /^#[0-9a-f]{6}$/i.test(hex) ? [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16))
+      : [226, 226, 226];
+  };
+  let MASKED = maskedCell();
   const LUT = (function () {
     const rgb = ANCHORS.map((h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16)));
     const lut = [];
@@ -51,14 +59,18 @@
 
   // data.focus: the row --input names (a graph's node), pinned from the start
   // rowScale: colour each row from 0 to its own largest weight (null: the default, per layer)
-  const state = { group: 0, layer: 0, head: 0, average: false, pinned: data.focus || null,
-                  active: null, rowScale: null };
+  // average and chosenHead: the reader's choices, kept while a layer cannot follow them (a
+  // graph run's one-head output layer: no mean, no head 2), so stepping back to a layer of
+  // more heads shows the mean, or head 2, again (they were dropped on the way)
+  const state = { group: 0, layer: 0, head: 0, chosenHead: 0, average: false,
+                  pinned: data.focus || null, active: null, rowScale: null };
   const meanCache = new Map();
 
   const current = () => data.layers[groups[state.group].layers[state.layer]];
+  const averaging = () => state.average && current().weights.length > 1;  // the mean is shown
   function shownMap() {  // [query][key] of the selected head, or the mean over heads
     const layer = current();
-    if (!state.average) return layer.weights[state.head];
+    if (!averaging()) return layer.weights[state.head];
     if (layer.mean) return layer.mean;  // taken before rounding: the rounded heads' is off
     const key = groups[state.group].layers[state.layer];
     if (!meanCache.has(key)) {
@@ -324,7 +336,7 @@
     // reaches left of the map, so the corner's words step aside by as much
     mapBox.style.setProperty("--spill", `${Math.max(0, Math.ceil((LINE - cell) / 2))}px`);
     mainMap.dataset.rows = String(T); mainMap.dataset.cols = String(S);
-    const key = `${state.group}/${state.layer}/${state.average ? "mean" : state.head}/` +
+    const key = `${state.group}/${state.layer}/${averaging() ? "mean" : state.head}/` +
       `${byRow(layer) ? "row" : "map"}`;
     if (!pixels || pixels.key !== key) {  // painted once per map; a hover only redraws it
       pixels = document.createElement("canvas");
@@ -458,7 +470,7 @@
   function mapName() {  // "cross-attention · layer 2 · head 1"
     const g = groups[state.group], layer = current();
     const place = groups.length > 1 ? `${GROUP_NAMES[g.name] || g.name} · ` : "";
-    return state.average
+    return averaging()
       ? `${place}layer ${state.layer + 1} · mean of ${layer.weights.length} heads`
       : `${place}layer ${state.layer + 1} · head ${state.head + 1}`;
   }
@@ -471,14 +483,13 @@
     });
     panel.setAttribute("aria-labelledby", `group-${state.group}`);
     // this layer's heads (a graph run's 1-head output layer after its 2-head layers)
-    const oneHead = current().weights.length === 1;  // nothing to average: not offered
-    averageLabel.hidden = oneHead;
-    if (oneHead) { state.average = false; average.checked = false; }
+    averageLabel.hidden = current().weights.length === 1;  // nothing to average: not offered
+    average.checked = state.average;
     const onThumb = document.activeElement && document.activeElement.matches("canvas.thumb");
     if (full) { buildGrid(); }
     grid.querySelectorAll("canvas.thumb").forEach((c) => {
       const l = Number(c.dataset.layer), h = Number(c.dataset.head);
-      const shown = l === state.layer && (state.average || h === state.head);
+      const shown = l === state.layer && (averaging() || h === state.head);
       c.classList.toggle("selected", shown);
       c.setAttribute("aria-pressed", String(shown));
       c.tabIndex = l === state.layer && h === state.head ? 0 : -1;
@@ -503,6 +514,7 @@
   // a head chosen (its map clicked, ← or →) is shown, even while the heads were averaged
   function showHead(layer, head) {
     state.average = false; average.checked = false;
+    state.chosenHead = head;
     select(state.group, layer, head);
   }
 
@@ -522,7 +534,7 @@
     const b = el("button", { class: "group", "data-group": g.name, role: "tab", type: "button",
                              id: `group-${i}`, "aria-controls": "attnlab-panel",
                              text: GROUP_NAMES[g.name] || g.name });
-    b.addEventListener("click", () => select(i, state.layer, state.head));
+    b.addEventListener("click", () => select(i, state.layer, state.chosenHead));
     groupBar.appendChild(b);
   });
   // on a group's tab, ← → Home End move between the groups (the tabs pattern), not the heads
@@ -532,7 +544,7 @@
                  End: n - 1 }[e.key];
     if (to === undefined || e.altKey || e.ctrlKey || e.metaKey) return;
     e.preventDefault(); e.stopPropagation();
-    select(to % n, state.layer, state.head);
+    select(to % n, state.layer, state.chosenHead);
     groupBar.children[state.group].focus();
   });
   average.addEventListener("change", () => { state.average = average.checked; render(false); });
@@ -558,14 +570,15 @@
     const moves = {
       ArrowLeft: () => showHead(state.layer, (state.head + H - 1) % H),
       ArrowRight: () => showHead(state.layer, (state.head + 1) % H),
-      ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length, state.head),
-      ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.head),
+      ArrowUp: () => select(state.group, (state.layer + g.layers.length - 1) % g.layers.length,
+                            state.chosenHead),
+      ArrowDown: () => select(state.group, (state.layer + 1) % g.layers.length, state.chosenHead),
       a: () => {
         if (averageLabel.hidden) return;  // one head: no mean of it
         average.checked = !average.checked; state.average = average.checked; render(false);
       },
       r: () => { state.rowScale = !byRow(current()); render(true); },
-      g: () => select((state.group + 1) % groups.length, state.layer, state.head),
+      g: () => select((state.group + 1) % groups.length, state.layer, state.chosenHead),
       Escape: () => { state.pinned = null; drawMain(); showReadout(); },
     };
     if (moves[e.key]) { e.preventDefault(); moves[e.key](); }
@@ -599,7 +612,18 @@
 
   if (embedded && window.ResizeObserver) new ResizeObserver(reportHeight).observe(body);
 
-  window.attnlab = { data, state, select };
+  // the system turned dark (or light) with the page open: the canvases' masked cells are pixels,
+  // not CSS, so they are painted again in the new --masked-cell (they stayed light grey)
+  const dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)");
+  if (dark) {
+    dark.addEventListener("change", () => { MASKED = maskedCell(); pixels = null; render(true); });
+  }
+
+  // select(group, layer, head) as a reader's choice of head: the head ↑/↓ keep, as a click's
+  window.attnlab = {
+    data, state,
+    select: (group, layer, head) => { state.chosenHead = head; select(group, layer, head); },
+  };
   render(true);
   reportHeight();
   window.attnlab.readyMs = performance.now();  // since navigation started (benchmarks/explorer.py)
