@@ -316,6 +316,44 @@ class HFTokenizer(Tokenizer):
         text = self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
         return clean_up(text) if self.clean_up_tokenization_spaces else text
 
+    def unsettled(self, ids: list[int]) -> int:
+        """How many of the last ``ids`` have a text the ids after them may change: with
+        SentencePiece's byte fallback (Llama 2's, Mistral's ``<0xNN>`` pieces: a
+        ``ByteFallback`` decoder) the last run of byte pieces, which ``tokenizers`` decodes
+        together: one U+FFFD for each of its bytes when the run is no UTF-8, so ``<0x12>``
+        reads as U+0012 alone and as U+FFFD once ``<0xC0>`` follows it. The special tokens
+        ``decode`` skips within the run do not end it. None otherwise (byte-level BPE decodes
+        bytes that are no UTF-8 one U+FFFD per invalid sequence, the text before unchanged).
+
+        Examples:
+            >>> from tokenizers import Tokenizer as Fast, decoders, models
+            >>> fast = Fast(models.BPE({"a": 0, "<0x12>": 1, "<0xC0>": 2}, [], byte_fallback=True))
+            >>> fast.decoder = decoders.ByteFallback()
+            >>> tok = HFTokenizer(fast, {})
+            >>> [ord(c) for c in tok.decode([1])], [ord(c) for c in tok.decode([1, 2])]
+            ([18], [65533, 65533])
+            >>> tok.unsettled([0, 1, 2]), tok.unsettled([1, 2, 0])
+            (2, 0)
+        """
+        if self._skipped_in_byte_runs is None:
+            return 0
+        run = 0
+        for i in reversed(ids):
+            if (i not in self._skipped_in_byte_runs
+                    and not _BYTE_PIECE.fullmatch(self.tokenizer.id_to_token(i) or "")):
+                break
+            run += 1
+        return run
+
+    @functools.cached_property
+    def _skipped_in_byte_runs(self) -> set[int] | None:
+        """The special ids ``decode`` skips, where the decoder reads byte fallback's runs of
+        byte pieces (``unsettled``); None for another decoder. Read once: ``unsettled`` is
+        asked at every generated token."""
+        if _piece_bytes_reader(self.tokenizer) is not fallback_piece_bytes:
+            return None
+        return {i for i, t in self.tokenizer.get_added_tokens_decoder().items() if t.special}
+
     def tokenize(self, text: str) -> list[str]:
         return self.tokenizer.encode(text, add_special_tokens=False).tokens
 

@@ -41,7 +41,9 @@ class StopStreamer:
 
     Text is held back while it could still be the start of a stop string, and while it ends
     in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
-    rest of its bytes arrive). A stop string may start in ``before``, the text the new one
+    rest of its bytes arrive), and while the ids it comes from may still read otherwise
+    (``Tokenizer.unsettled``: SentencePiece's run of byte pieces, decoded together), so that
+    the pieces printed join into the text decoded from all the ids at once. A stop string may start in ``before``, the text the new one
     follows (the prompt's end, ``prompt_end``): then nothing is printed, as the stop string
     appears as soon as the text completes it ("le caf" with --stop "fé").
     """
@@ -74,6 +76,9 @@ class StopStreamer:
         end = len(text) - self.hold
         while end > self.printed and text[end - 1] == "\ufffd":
             end -= 1
+        # the text of ids the next ones may change (SentencePiece's bytes: ``unsettled``)
+        if unsettled := self.tokenizer.unsettled(self.ids):
+            end = min(end, len(self.tokenizer.decode(self.ids[:-unsettled])))
         return self._emit(text, end)
 
     def flush(self) -> str:
@@ -105,6 +110,10 @@ class AfterPrompt:
         # the tokenizer's normal form, if it has one: StopStreamer puts --stop strings in it
         self.normalized = getattr(tokenizer, "normalized", None)
         self.before = tokenizer.decode(self.context)
+
+    def unsettled(self, ids: list[int]) -> int:
+        """``tokenizer.unsettled`` of ``ids`` read after the prompt (at most all of them)."""
+        return min(len(ids), self.tokenizer.unsettled([*self.context, *ids]))
 
     def decode(self, ids: list[int]) -> str:
         text = self.tokenizer.decode([*self.context, *ids])

@@ -1,0 +1,74 @@
+"""``attnlab generate`` prints a continuation as it is decoded (``StopStreamer``): the pieces
+it prints, joined, are the text the tokenizer decodes of all the ids at once, for byte-level
+BPE (GPT-2's, Llama 3's, Qwen's: bytes of one character spread over several tokens) and for
+SentencePiece with byte fallback (Llama 2's, Mistral's, a GGUF file's ``<0xNN>`` pieces, which
+``tokenizers`` decodes a run at a time: a run that is no UTF-8 is one U+FFFD per byte, so a
+byte that read as itself alone turns to U+FFFD when the next byte comes). Random ids, seeded.
+"""
+import random
+
+import pytest
+
+from attnlab.interop.hf_tokenizer import HFTokenizer
+from attnlab.tasks.lm.continuation import AfterPrompt, StopStreamer
+from attnlab.tokenizers import BPETokenizer
+
+from .conftest import transformers
+from .test_generate_chat import _tokenizer as byte_level_tokenizer
+from .test_gguf_sentencepiece import PIECES
+
+SEQUENCES = 300  # random id sequences per tokenizer
+
+
+def _sentencepiece():
+    """A Llama 2 layout (transformers' ``LlamaTokenizer``, as it reads a GGUF file's
+    SentencePiece vocabulary): ``<s>``, ``</s>``, 256 byte pieces, a few words."""
+    from transformers.integrations.gguf.gguf_tokenizer_mapping import get_merges
+
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{i:02X}>" for i in range(256)), *PIECES]
+    scores = [0.0] * 259 + [-float(i) for i in range(len(PIECES))]
+    merges = get_merges({"tokens": tokens, "scores": scores})
+    return transformers.LlamaTokenizer(vocab={t: i for i, t in enumerate(tokens)}, merges=merges)
+
+
+@pytest.fixture(scope="module", params=["sentencepiece", "byte-level", "attnlab-bpe"])
+def tokenizer(request):
+    if request.param == "attnlab-bpe":
+        return BPETokenizer.fit(["the cat sat on the mat, ünïcode 🐈"], vocab_size=300)
+    theirs = _sentencepiece() if request.param == "sentencepiece" else byte_level_tokenizer()
+    return HFTokenizer.from_transformers(theirs)
+
+
+def _streamed(stream, ids):
+    return "".join([*(stream.add(i) for i in ids), stream.flush()])
+
+
+def _random_ids(rng, vocab_size):
+    # short runs, and byte pieces in most of them (both vocabularies are mostly bytes)
+    return [rng.randrange(vocab_size) for _ in range(rng.randrange(1, 12))]
+
+
+def test_the_streamed_text_is_the_decoded_text_of_all_the_ids(tokenizer):
+    rng = random.Random(0)
+    for _ in range(SEQUENCES):
+        ids = _random_ids(rng, tokenizer.vocab_size)
+        assert _streamed(StopStreamer(tokenizer, []), ids) == tokenizer.decode(ids), ids
+
+
+def test_the_streamed_text_after_a_prompt_is_its_decoded_text(tokenizer):
+    rng = random.Random(1)
+    prompt = tokenizer.encode("the cat sat")
+    for _ in range(SEQUENCES):
+        ids = _random_ids(rng, tokenizer.vocab_size)
+        after = AfterPrompt(tokenizer, prompt)
+        assert _streamed(StopStreamer(after, []), ids) == after.decode(ids), ids
+
+
+def test_a_byte_that_turns_to_u_fffd_with_the_next_one_is_not_printed_before_it():
+    """The case seen: ``<0x12>`` alone reads as the control character U+0012, and ``<0x12>
+    <0xC0>`` as two U+FFFD (no UTF-8): the stream printed U+0012 and eleven U+FFFD where the
+    decoded text has twelve."""
+    tok = HFTokenizer.from_transformers(_sentencepiece())
+    ids = [tok.tokenizer.token_to_id(f"<0x{b:02X}>") for b in (0x12, 0xC0, 0xF1, 0x31)]
+    assert tok.decode(ids[:1]) == "\x12" and tok.decode(ids) == "\ufffd" * 4
+    assert _streamed(StopStreamer(tok, []), ids) == "\ufffd" * 4
