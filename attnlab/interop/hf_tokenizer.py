@@ -223,14 +223,31 @@ class HFTokenizer(Tokenizer):
             last -= 1
         return [*([] if before else self.leading_ids), *e.ids[first:last]]
 
-    @functools.cached_property
+    @property
     def leading_ids(self) -> list[int]:
         """The ids the checkpoint's post-processor puts before every text, as ``tok(text)``
         does: Llama's, Llama 3's and Mistral's bos; none for GPT-2 and Qwen (whose tokenizers
-        add nothing). Read from a probe text's encoding: the special tokens before its own."""
+        add nothing)."""
+        return self._added_around[0]
+
+    @property
+    def trailing_ids(self) -> list[int]:
+        """The ids the checkpoint's post-processor puts after every text, as ``tok(text)``
+        does: BERT's ``[SEP]``, the eos of a tokenizer that asks for it (``add_eos_token``, a
+        GGUF file's ``tokenizer.ggml.add_eos_token``); none for most causal models."""
+        return self._added_around[1]
+
+    @functools.cached_property
+    def _added_around(self) -> tuple[list[int], list[int]]:
+        """(``leading_ids``, ``trailing_ids``), read from a probe text's encoding: the special
+        tokens before and after its own."""
         e = self.tokenizer.encode("a", add_special_tokens=True)
-        lead = itertools.takewhile(lambda pair: pair[1] == 1, zip(e.ids, e.special_tokens_mask))
-        return [i for i, _ in lead]
+        pairs = list(zip(e.ids, e.special_tokens_mask))
+
+        def added(pairs):
+            return [i for i, _ in itertools.takewhile(lambda pair: pair[1] == 1, pairs)]
+
+        return added(pairs), added(reversed(pairs))[::-1]
 
     def encode_pair(self, text: str, pair: str | None = None, *,
                     add_special_tokens: bool = True) -> tuple[list[int], list[int]]:

@@ -20,22 +20,24 @@ from .test_gguf_sentencepiece import PIECES
 SEQUENCES = 300  # random id sequences per tokenizer
 
 
-def _sentencepiece():
+def sentencepiece(**options):
     """A Llama 2 layout (transformers' ``LlamaTokenizer``, as it reads a GGUF file's
-    SentencePiece vocabulary): ``<s>``, ``</s>``, 256 byte pieces, a few words."""
+    SentencePiece vocabulary, with ``options``): ``<s>``, ``</s>``, 256 byte pieces, a few
+    words."""
     from transformers.integrations.gguf.gguf_tokenizer_mapping import get_merges
 
     tokens = ["<unk>", "<s>", "</s>", *(f"<0x{i:02X}>" for i in range(256)), *PIECES]
     scores = [0.0] * 259 + [-float(i) for i in range(len(PIECES))]
     merges = get_merges({"tokens": tokens, "scores": scores})
-    return transformers.LlamaTokenizer(vocab={t: i for i, t in enumerate(tokens)}, merges=merges)
+    return transformers.LlamaTokenizer(vocab={t: i for i, t in enumerate(tokens)}, merges=merges,
+                                       **options)
 
 
 @pytest.fixture(scope="module", params=["sentencepiece", "byte-level", "attnlab-bpe"])
 def tokenizer(request):
     if request.param == "attnlab-bpe":
         return BPETokenizer.fit(["the cat sat on the mat, ünïcode 🐈"], vocab_size=300)
-    theirs = _sentencepiece() if request.param == "sentencepiece" else byte_level_tokenizer()
+    theirs = sentencepiece() if request.param == "sentencepiece" else byte_level_tokenizer()
     return HFTokenizer.from_transformers(theirs)
 
 
@@ -68,7 +70,7 @@ def test_a_byte_that_turns_to_u_fffd_with_the_next_one_is_not_printed_before_it(
     """The case seen: ``<0x12>`` alone reads as the control character U+0012, and ``<0x12>
     <0xC0>`` as two U+FFFD (no UTF-8): the stream printed U+0012 and eleven U+FFFD where the
     decoded text has twelve."""
-    tok = HFTokenizer.from_transformers(_sentencepiece())
+    tok = HFTokenizer.from_transformers(sentencepiece())
     ids = [tok.tokenizer.token_to_id(f"<0x{b:02X}>") for b in (0x12, 0xC0, 0xF1, 0x31)]
     assert tok.decode(ids[:1]) == "\x12" and tok.decode(ids) == "\ufffd" * 4
     assert _streamed(StopStreamer(tok, []), ids) == "\ufffd" * 4
