@@ -123,12 +123,31 @@ def chat_ids(tokenizer, messages: list[dict[str, str]], directory: str | Path) -
 
     Raises:
         UsageError: naming ``directory`` when the template refuses the conversation (some
-            refuse a system message) or renders nothing.
+            refuse a system message) or renders nothing, or leaves a system message out
+            (naming ``--system``).
     """
     ids = render(tokenizer, messages, directory, generation_prompt=True)
     if not ids:
         raise UsageError(f"{directory}: its chat template renders this conversation as no tokens")
+    _check_system_kept(tokenizer, messages, directory)
     return ids
+
+
+def _check_system_kept(tokenizer, messages: list[dict[str, str]], directory: str | Path) -> None:
+    """A one-line refusal naming ``--system`` where the chat template renders the
+    conversation without the text of its system message: a template written for a model
+    with no system role that neither refuses one (Mistral's first, Gemma's) nor folds it into
+    the user's turn (Mistral v0.3's), but skips every role it does not know, so the model
+    would answer as if no instructions were given."""
+    systems = [m["content"].strip() for m in messages
+               if m["role"] == "system" and m["content"].strip()]
+    if not systems:
+        return
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    if not all(system in text for system in systems):
+        raise UsageError(f"the chat template of {directory} leaves the --system message "
+                         f"out of the conversation it renders (a model without a system "
+                         f"role); give the instructions in the --chat message instead")
 
 
 def render(tokenizer, messages: list[dict[str, str]], directory: str | Path, *,
