@@ -134,7 +134,7 @@ class HFTokenizer(Tokenizer):
         specials = {role: getattr(hf_tokenizer, f"{role}_token_id", None) for role in SPECIAL_ROLES}
         return cls(Fast.from_str(backend.to_str()), specials,
                    padding_side=hf_tokenizer.padding_side,
-                   clean_up_tokenization_spaces=bool(hf_tokenizer.clean_up_tokenization_spaces),
+                   clean_up_tokenization_spaces=_cleans_up(hf_tokenizer),
                    token_type_ids="token_type_ids" in hf_tokenizer.model_input_names,
                    chat_template=getattr(hf_tokenizer, "chat_template", None),
                    checkpoint_eos_ids=checkpoint_eos_ids)
@@ -422,6 +422,20 @@ class HFTokenizer(Tokenizer):
             clean_up_tokenization_spaces=data["clean_up_tokenization_spaces"],
             token_type_ids=data["token_type_ids"], chat_template=data.get("chat_template"),
             checkpoint_eos_ids=data.get("checkpoint_eos_ids", ())))
+
+
+def _cleans_up(hf_tokenizer) -> bool:
+    """Whether ``transformers``' ``decode`` of the fast tokeniser ``hf_tokenizer`` cleans its
+    text (``clean_up_tokenization_spaces``): transformers 5 ignores the setting for a BPE
+    model (GPT-2's, Llama's, Qwen's: the clean-up, made for WordPiece, would glue "n't" and
+    "." to the word before them where the text has a space) unless told otherwise by
+    ``clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output``; earlier
+    versions, which lack that setting, clean up any model."""
+    forced = getattr(hf_tokenizer,
+                     "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output",
+                     None)
+    bpe = type(hf_tokenizer.backend_tokenizer.model).__name__ == "BPE"
+    return bool(hf_tokenizer.clean_up_tokenization_spaces) and (not bpe or forced in (None, True))
 
 
 def _byte_level(fast) -> tuple[dict, list[dict]]:
