@@ -123,6 +123,10 @@ class Tokenizer:
         ``skip_special_tokens=False``); unk is written as U+FFFD."""
         raise NotImplementedError
 
+    # how many of the last characters of a decoded text the ids after it may still change
+    # (a clean-up of the text: ``HFTokenizer``'s); none for attnlab's tokenisers
+    unsettled_chars = 0
+
     def unsettled(self, ids: list[int]) -> int:
         """How many of the last ``ids`` have a text that the ids after them may still change
         (beyond a character whose bytes are not all there yet, which ``decode`` shows as

@@ -44,6 +44,11 @@ _CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (
              (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
+# the characters before the end of a text that a clean-up may still change when more text
+# comes: all of a pattern but its last ("is n'" + "t")
+_CLEAN_UP_REACH = max(len(before) for before, _ in _CLEAN_UP) - 1
+
+
 def clean_up(text: str) -> str:
     """``text`` cleaned as ``transformers`` cleans decoded text: no space before punctuation
     or an English contraction.
@@ -138,6 +143,12 @@ class HFTokenizer(Tokenizer):
                    token_type_ids="token_type_ids" in hf_tokenizer.model_input_names,
                    chat_template=getattr(hf_tokenizer, "chat_template", None),
                    checkpoint_eos_ids=checkpoint_eos_ids)
+
+    @property
+    def unsettled_chars(self) -> int:
+        """The last characters of a decoded text that the ids after it may change: those a
+        clean-up (``clean_up_tokenization_spaces``) may still drop a space of."""
+        return _CLEAN_UP_REACH if self.clean_up_tokenization_spaces else 0
 
     @property
     def vocab_size(self) -> int:

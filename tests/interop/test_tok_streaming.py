@@ -74,3 +74,19 @@ def test_a_byte_that_turns_to_u_fffd_with_the_next_one_is_not_printed_before_it(
     ids = [tok.tokenizer.token_to_id(f"<0x{b:02X}>") for b in (0x12, 0xC0, 0xF1, 0x31)]
     assert tok.decode(ids[:1]) == "\x12" and tok.decode(ids) == "\ufffd" * 4
     assert _streamed(StopStreamer(tok, []), ids) == "\ufffd" * 4
+
+
+def test_a_text_cleaned_up_as_transformers_cleans_it_is_streamed_as_decoded():
+    """A checkpoint that cleans up decoded text (``clean_up_tokenization_spaces``: BERT's
+    WordPiece; a BPE one in transformers 4) drops the space before "." or "n't" once they
+    come: "a " printed before "." would leave the space in the stream."""
+    fast = HFTokenizer.from_transformers(byte_level_tokenizer()).tokenizer
+    tok = HFTokenizer(fast, {}, clean_up_tokenization_spaces=True)
+    rng = random.Random(2)
+    for _ in range(SEQUENCES):
+        text = "".join(rng.choice([" ", " ", ".", "?", "!", ",", "'", "n", "t", "s", "m", "v",
+                                   "e", "r", "a"]) for _ in range(rng.randrange(1, 16)))
+        ids = tok.encode(text)
+        assert _streamed(StopStreamer(tok, []), ids) == tok.decode(ids), text
+        after = AfterPrompt(tok, tok.encode("the cat"))
+        assert _streamed(StopStreamer(after, []), ids) == after.decode(ids), text

@@ -42,7 +42,8 @@ class StopStreamer:
     Text is held back while it could still be the start of a stop string, and while it ends
     in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
     rest of its bytes arrive), and while the ids it comes from may still read otherwise
-    (``Tokenizer.unsettled``: SentencePiece's run of byte pieces, decoded together), so that
+    (``Tokenizer.unsettled``: SentencePiece's run of byte pieces, decoded together; and
+    ``unsettled_chars``: the end a clean-up may change), so that
     the pieces printed join into the text decoded from all the ids at once. A stop string may start in ``before``, the text the new one
     follows (the prompt's end, ``prompt_end``): then nothing is printed, as the stop string
     appears as soon as the text completes it ("le caf" with --stop "fé").
@@ -73,7 +74,7 @@ class StopStreamer:
         if hits:
             self.stopped = True
             return self._emit(text, max(0, min(hits) - b))
-        end = len(text) - self.hold
+        end = len(text) - max(self.hold, self.tokenizer.unsettled_chars)
         while end > self.printed and text[end - 1] == "\ufffd":
             end -= 1
         # the text of ids the next ones may change (SentencePiece's bytes: ``unsettled``)
@@ -107,6 +108,7 @@ class AfterPrompt:
         self.tokenizer, self.context = tokenizer, whole_end(tokenizer, prompt)
         self.vocab_size, self.eos_id = tokenizer.vocab_size, tokenizer.eos_id
         self.checkpoint_eos_ids = getattr(tokenizer, "checkpoint_eos_ids", [])
+        self.unsettled_chars = tokenizer.unsettled_chars
         # the tokenizer's normal form, if it has one: StopStreamer puts --stop strings in it
         self.normalized = getattr(tokenizer, "normalized", None)
         self.before = tokenizer.decode(self.context)
