@@ -44,9 +44,11 @@ _CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (
              (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
-# the characters before the end of a text that a clean-up may still change when more text
-# comes: all of a pattern but its last ("is n'" + "t")
-_CLEAN_UP_REACH = max(len(before) for before, _ in _CLEAN_UP) - 1
+def _written(pattern: str, earlier: tuple[tuple[str, str], ...]) -> list[str]:
+    """The texts that a clean-up whose steps before ``pattern``'s are ``earlier`` turns into
+    ``pattern``: the steps chain, " ' " -> "'" makes " n ' t" into " n't"."""
+    return [pattern, *(text for j, (before, after) in enumerate(earlier) if after in pattern
+                       for text in _written(pattern.replace(after, before, 1), earlier[:j]))]
 
 
 def clean_up(text: str) -> str:
@@ -60,6 +62,13 @@ def clean_up(text: str) -> str:
     for before, after in _CLEAN_UP:
         text = text.replace(before, after)
     return text
+
+
+# the characters at the end of a decoded text that a clean-up may still change when more text
+# comes: the longest that a start of a text cleaned into a pattern reads as (" n '" of
+# " n ' t", which " n't" makes "n't": 4)
+_CLEAN_UP_REACH = max(len(clean_up(text[:end])) for i, (before, _) in enumerate(_CLEAN_UP)
+                      for text in _written(before, _CLEAN_UP[:i]) for end in range(len(text)))
 
 
 def _first(*ids: int | None) -> int | None:
