@@ -7,6 +7,7 @@ ends the example exactly once, also for a tokenizer that puts an eos after every
 import pytest
 
 from attnlab.interop.hf_tokenizer import HFTokenizer
+from attnlab.tasks.lm.continuation import prompt_ids
 from attnlab.tasks.lm.instruct import _plain_split, plain_example
 
 from .test_tok_streaming import sentencepiece
@@ -20,7 +21,12 @@ ROWS = [("the cat", " sat on the mat"), ("the cat ", "sat"), ("mat?", "the cat")
 def test_a_plain_example_ends_with_the_eos_once(add_eos_token):
     tok = HFTokenizer.from_transformers(sentencepiece(add_eos_token=add_eos_token))
     for prompt, response in ROWS:
-        ids, labels = plain_example(*_plain_split(tok, prompt, response), tok.eos_id)
+        asked, answer = _plain_split(tok, prompt, response)
+        # the prompt as generate reads it (its eos, with add_eos_token), whichever way it is
+        # split; a prompt's last space is read in the response's first token ("▁sat")
+        read = prompt_ids(tok, prompt.rstrip(" "))
+        assert asked == read, (prompt, response)
+        ids, labels = plain_example(asked, answer, tok.eos_id)
         assert ids[-1] == tok.eos_id and ids[-2] != tok.eos_id, (prompt, response, ids)
         assert labels[-1] == tok.eos_id and labels[-2] != tok.eos_id, (prompt, response)
         answered = [i for i in labels if i >= 0]
