@@ -332,9 +332,14 @@ class HFTokenizer(Tokenizer):
         tokens = {f"{role}_token": fast.id_to_token(i) for role, i in self.specials.items()}
         inputs = ["input_ids", *(["token_type_ids"] if self.token_type_ids else []),
                   "attention_mask"]
+        # a BPE tokeniser that cleans up comes from a run saved before checkpoints were read as
+        # transformers 5 reads them (which ignores the clean-up for BPE): the export keeps
+        # decoding as the run does ("isn't here."), so the two agree
+        forced = ({_FORCED_CLEAN_UP: True}
+                  if self.clean_up_tokenization_spaces and _bpe(fast) else {})
         theirs = PreTrainedTokenizerFast(
             tokenizer_object=fast, padding_side=self.padding_side, model_input_names=inputs,
-            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens,
+            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens, **forced,
             **({"model_max_length": model_max_length} if model_max_length else {}))
         theirs.chat_template = self.chat_template
         return theirs
@@ -444,6 +449,10 @@ class HFTokenizer(Tokenizer):
             checkpoint_eos_ids=data.get("checkpoint_eos_ids", ())))
 
 
+# transformers 5's setting that cleans up a BPE model's decoded text all the same
+_FORCED_CLEAN_UP = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
+
+
 def _cleans_up(hf_tokenizer) -> bool:
     """Whether ``transformers``' ``decode`` of the fast tokeniser ``hf_tokenizer`` cleans its
     text (``clean_up_tokenization_spaces``): transformers 5 ignores the setting for a BPE
@@ -451,11 +460,14 @@ def _cleans_up(hf_tokenizer) -> bool:
     "." to the word before them where the text has a space) unless told otherwise by
     ``clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output``; earlier
     versions, which lack that setting, clean up any model."""
-    forced = getattr(hf_tokenizer,
-                     "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output",
-                     None)
-    bpe = type(hf_tokenizer.backend_tokenizer.model).__name__ == "BPE"
+    forced = getattr(hf_tokenizer, _FORCED_CLEAN_UP, None)
+    bpe = _bpe(hf_tokenizer.backend_tokenizer)
     return bool(hf_tokenizer.clean_up_tokenization_spaces) and (not bpe or forced in (None, True))
+
+
+def _bpe(fast) -> bool:
+    """Whether the ``tokenizers.Tokenizer`` ``fast`` is a BPE model (GPT-2's, Llama's)."""
+    return type(fast.model).__name__ == "BPE"
 
 
 def _byte_level(fast) -> tuple[dict, list[dict]]:

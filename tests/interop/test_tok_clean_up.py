@@ -28,3 +28,17 @@ def test_a_bpe_checkpoints_text_is_decoded_as_transformers_decodes_it(tmp_path):
     for text in TEXTS:
         ids = theirs(text)["input_ids"]
         assert ours.decode(ids) == theirs.decode(ids, skip_special_tokens=True) == text
+
+
+def test_a_saved_bpe_tokenizer_that_cleans_up_is_exported_decoding_as_it_does(tmp_path):
+    """A run saved before BPE checkpoints were read as transformers 5 reads them keeps its
+    clean-up ("isn't here."): its export decodes as the run does, not "is n't here ."."""
+    fast = HFTokenizer.from_transformers(_tokenizer()).tokenizer
+    HFTokenizer(fast, {}, clean_up_tokenization_spaces=True).save(tmp_path / "tokenizer.json")
+    ours = HFTokenizer.load(tmp_path / "tokenizer.json")
+    ours.to_transformers().save_pretrained(tmp_path / "export")
+    theirs = transformers.AutoTokenizer.from_pretrained(tmp_path / "export")
+    for text in TEXTS:
+        ids = ours.encode(text)
+        assert theirs.decode(ids, skip_special_tokens=True) == ours.decode(ids), text
+    assert ours.decode(ours.encode(TEXTS[0])) == "the cat, it isn't here."
