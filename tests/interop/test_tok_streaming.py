@@ -114,3 +114,26 @@ def test_the_clean_up_hold_covers_every_chain_of_clean_ups():
             for end in range(1, length):
                 part = clean_up(text[:end])
                 assert whole.startswith(part[:max(0, len(part) - reach)]), (text, end)
+
+
+def test_ctrl_c_prints_the_held_bytes_decoded_so_far():
+    """Ctrl-C while a run of byte pieces is held ("é" is <0xC3> <0xA9>, held until the run
+    ends): what was decoded so far is printed before generate stops, not lost."""
+    import torch
+
+    from attnlab.tasks.lm.continuation import continue_prompt
+
+    tok = HFTokenizer.from_transformers(sentencepiece())
+    held = [tok.tokenizer.token_to_id(f"<0x{b:02X}>") for b in "é".encode()]
+
+    class Interrupted:  # a model that streams the bytes, then is interrupted
+        max_len = 32
+
+        def stream(self, ids, max_new_tokens, **options):
+            yield from (torch.tensor([[i]]) for i in held)
+            raise KeyboardInterrupt
+
+    printed = []
+    with pytest.raises(KeyboardInterrupt):
+        continue_prompt(Interrupted(), tok, tok.encode("the cat"), 8, write=printed.append)
+    assert "".join(printed) == tok.decode(held) == "é"

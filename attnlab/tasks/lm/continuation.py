@@ -252,15 +252,20 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                           slide=True)  # past the context length: keep its last half
     # a stop string may begin in the prompt, after which the text is printed
     out, pieces = StopStreamer(tokenizer, stops or [], before=prompt_end(tokenizer, ids, stops)), []
-    for token in stream:
-        t = int(token[0, 0])
-        if t in ends:
-            break
-        pieces.append(out.add(t))
+    try:
+        for token in stream:
+            t = int(token[0, 0])
+            if t in ends:
+                break
+            pieces.append(out.add(t))
+            if write is not None:
+                write(pieces[-1])
+            if out.stopped:
+                break
+    except KeyboardInterrupt:  # Ctrl-C: the text held back (a run of bytes) is printed too
         if write is not None:
-            write(pieces[-1])
-        if out.stopped:
-            break
+            write(out.flush())
+        raise
     pieces.append(out.flush())
     if write is not None:
         write(pieces[-1])
