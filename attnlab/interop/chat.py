@@ -129,25 +129,35 @@ def chat_ids(tokenizer, messages: list[dict[str, str]], directory: str | Path) -
     ids = render(tokenizer, messages, directory, generation_prompt=True)
     if not ids:
         raise UsageError(f"{directory}: its chat template renders this conversation as no tokens")
-    _check_system_kept(tokenizer, messages, directory)
+    if any(m["role"] == "system" and m["content"].strip() for m in messages):
+        check_system_kept(tokenizer, directory)
     return ids
 
 
-def _check_system_kept(tokenizer, messages: list[dict[str, str]], directory: str | Path) -> None:
-    """A one-line refusal naming ``--system`` where the chat template renders the
-    conversation without the text of its system message: a template written for a model
-    with no system role that neither refuses one (Mistral's first, Gemma's) nor folds it into
-    the user's turn (Mistral v0.3's), but skips every role it does not know, so the model
-    would answer as if no instructions were given."""
-    systems = [m["content"].strip() for m in messages
-               if m["role"] == "system" and m["content"].strip()]
-    if not systems:
+_PROBE_SYSTEM = "attnlab probe system"
+
+
+def check_system_kept(tokenizer, directory: str | Path) -> None:
+    """A one-line refusal naming ``--system`` where the chat template renders a conversation
+    without the text of its system message: a template written for a model with no system
+    role that neither refuses one (Mistral's first, Gemma's) nor folds it into the user's
+    turn (Mistral v0.3's), but skips every role it does not know, so the model would answer
+    as if no instructions were given. Read once per template from a probe system message
+    (the user's own message may hold the system's words); a template that refuses the probe
+    says so itself when the conversation is rendered.
+
+    Raises:
+        UsageError: naming ``--system`` and ``directory``.
+    """
+    try:
+        text = tokenizer.apply_chat_template(conversation("hi", _PROBE_SYSTEM),
+                                             add_generation_prompt=True, tokenize=False)
+    except Exception:  # (``render`` names the template's own error)
         return
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    if not all(system in text for system in systems):
-        raise UsageError(f"the chat template of {directory} leaves the --system message "
-                         f"out of the conversation it renders (a model without a system "
-                         f"role); give the instructions in the --chat message instead")
+    if _PROBE_SYSTEM not in text:
+        raise UsageError(f"--system: the chat template of {directory} leaves the system "
+                         f"message out of the conversation it renders (a model without a "
+                         f"system role); give the instructions in the --chat message instead")
 
 
 def render(tokenizer, messages: list[dict[str, str]], directory: str | Path, *,

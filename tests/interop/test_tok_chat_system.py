@@ -26,8 +26,13 @@ FOLDS_SYSTEM = ("{% if messages[0]['role'] == 'system' %}{% set system = message
 def test_a_template_that_skips_the_system_message_is_refused_naming_system():
     tok = _tokenizer(SKIPS_SYSTEM)
     assert chat_ids(tok, conversation("hi"), "mistral-dir")  # no system: as before
-    with pytest.raises(UsageError, match=r"^the chat template of mistral-dir leaves the --system message out"):
+    refusal = r"^--system: the chat template of mistral-dir leaves the system message out"
+    with pytest.raises(UsageError, match=refusal):
         chat_ids(tok, conversation("hi", system="answer in French"), "mistral-dir")
+    # the system's words in the message itself: still refused, not read as kept
+    with pytest.raises(UsageError, match=refusal):
+        chat_ids(tok, conversation("answer in French: hi", system="answer in French"),
+                 "mistral-dir")
 
 
 @pytest.mark.parametrize("template", [CHATML, FOLDS_SYSTEM])
@@ -44,3 +49,29 @@ def test_a_template_that_refuses_a_system_message_says_its_own_error():
 
 def test_an_empty_system_message_is_not_refused():
     assert chat_ids(_tokenizer(SKIPS_SYSTEM), conversation("hi", system=""), "dir")
+
+
+@pytest.mark.slow
+def test_generate_refuses_system_before_reading_the_model_naming_the_template(
+        tmp_path, monkeypatch, capsys):
+    """One line naming --system and the directory, also with --input-file (the template's
+    fault, no line's), and before the model is read."""
+    from attnlab.cli import main
+    from attnlab.commands import hf_generate
+
+    from .conftest import transformers
+
+    d = tmp_path / "mistral-dir"
+    _tokenizer(SKIPS_SYSTEM).save_pretrained(d)
+    transformers.GPT2Config(n_embd=8, n_layer=1, n_head=2).save_pretrained(d)
+    (tmp_path / "msgs.txt").write_text("hi\n")
+
+    def read(*args, **kwargs):
+        raise AssertionError("the model was read")
+
+    monkeypatch.setattr(hf_generate, "_load", read)
+    assert main(["generate", str(d), "--input-file", str(tmp_path / "msgs.txt"), "--chat",
+                 "--system", "answer in French"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnlab: error: --system: the chat template of {d} leaves")
+    assert len(err.strip().splitlines()) == 1
