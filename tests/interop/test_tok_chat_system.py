@@ -75,3 +75,18 @@ def test_generate_refuses_system_before_reading_the_model_naming_the_template(
     err = capsys.readouterr().err
     assert err.startswith(f"attnlab: error: --system: the chat template of {d} leaves")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_runs_template_that_skips_the_system_message_is_refused_from_its_tokenizer(tmp_path):
+    """A run trained from such a checkpoint keeps its template in tokenizer.json: --system is
+    refused from that file, before the run's model is read."""
+    from attnlab.commands.generate import _check_run_chat
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("task: lm\n")
+    HFTokenizer.from_transformers(_tokenizer(SKIPS_SYSTEM)).save(run / "tokenizer.json")
+    _check_run_chat(run, None)  # no --system: nothing to refuse
+    with pytest.raises(UsageError, match=rf"^--system: the chat template of {run} leaves"):
+        _check_run_chat(run, "answer in French")
