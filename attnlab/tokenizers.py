@@ -123,6 +123,17 @@ class Tokenizer:
         ``skip_special_tokens=False``); unk is written as U+FFFD."""
         raise NotImplementedError
 
+    # how many of the last characters of a decoded text the ids after it may still change
+    # (a clean-up of the text: ``HFTokenizer``'s); none for attnlab's tokenisers
+    unsettled_chars = 0
+
+    def unsettled(self, ids: list[int]) -> int:
+        """How many of the last ``ids`` have a text that the ids after them may still change
+        (beyond a character whose bytes are not all there yet, which ``decode`` shows as
+        U+FFFD at the text's end): none for attnlab's tokenisers, whose ``decode`` of a prefix
+        is the start of the whole's. ``StopStreamer`` prints no text of them yet."""
+        return 0
+
     def tokenize(self, text: str) -> list[str]:
         """The readable piece of text behind each id of ``encode(text)`` (for plot labels)."""
         return [self.decode([i], skip_special_tokens=False) for i in self.encode(text)]

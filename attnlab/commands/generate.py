@@ -236,9 +236,7 @@ def run(args) -> int:
     run_dir, cfg = check_run_dir(args.run_dir, command="generate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.capabilities.encode_prompt))
     if args.chat is not None:  # before the model is read
-        from ..interop.chat import check_chat_template
-
-        check_chat_template(run_dir)
+        _check_run_chat(run_dir, args.system)
     _note_init_defaults(run_dir, cfg, args)
     import torch
 
@@ -274,6 +272,18 @@ def run(args) -> int:
     print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
         model, tokenizer, ids, args, generator, write=write, label=label), generator=generator)
     return 0
+
+
+def _check_run_chat(run_dir, system: str | None) -> None:
+    """The run's chat template, and that it keeps a --system message, checked from its
+    tokenizer.json before the model is read."""
+    from ..interop.chat import check_chat_template, check_system_kept
+    from ..interop.hf_tokenizer import HFTokenizer
+
+    check_chat_template(run_dir)
+    if system and system.strip():
+        saved = HFTokenizer.load(f"{run_dir}/tokenizer.json")
+        check_system_kept(saved.to_transformers(), run_dir)
 
 
 def _note_init_defaults(run_dir, cfg, args) -> None:

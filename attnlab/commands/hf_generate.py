@@ -53,7 +53,8 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
     draws from (``input_generator``'s). Returns (each input's ids, ``produce(ids, write,
     label)``: the text generated after ``ids``, each piece passed to ``write`` as it comes),
     for ``print_outputs``."""
-    from ..interop.chat import chat_ids, conversation, load_chat_tokenizer, stop_ids
+    from ..interop.chat import (chat_ids, check_system_kept, conversation, load_chat_tokenizer,
+                                stop_ids)
     from ..interop.gguf import is_gguf, load_gguf_tokenizer
     from ..tokenizers import note_unknown
     from .inputs import checked_ids
@@ -62,9 +63,12 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
     chat_tokenizer, gguf = None, is_gguf(directory)
     if not gguf:  # a GGUF file holds no sampling defaults
         _sample_as_the_directory_says(directory, args)
+    if args.chat is not None:  # its --system checked before the model is read
+        chat_tokenizer = (load_gguf_tokenizer if gguf else load_chat_tokenizer)(directory)
+        if args.system and args.system.strip():
+            check_system_kept(chat_tokenizer, directory)
     model, tokenizer = _load(directory, args)
     if args.chat is not None:
-        chat_tokenizer = (load_gguf_tokenizer if gguf else load_chat_tokenizer)(directory)
         all_ids = checked_ids(texts, labels, lambda message: chat_ids(
             chat_tokenizer, conversation(message, args.system), directory))
     else:

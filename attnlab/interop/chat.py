@@ -123,12 +123,41 @@ def chat_ids(tokenizer, messages: list[dict[str, str]], directory: str | Path) -
 
     Raises:
         UsageError: naming ``directory`` when the template refuses the conversation (some
-            refuse a system message) or renders nothing.
+            refuse a system message) or renders nothing, or leaves a system message out
+            (naming ``--system``).
     """
     ids = render(tokenizer, messages, directory, generation_prompt=True)
     if not ids:
         raise UsageError(f"{directory}: its chat template renders this conversation as no tokens")
+    if any(m["role"] == "system" and m["content"].strip() for m in messages):
+        check_system_kept(tokenizer, directory)
     return ids
+
+
+_PROBE_SYSTEM = "attnlab probe system"
+
+
+def check_system_kept(tokenizer, directory: str | Path) -> None:
+    """A one-line refusal naming ``--system`` where the chat template renders a conversation
+    without the text of its system message: a template written for a model with no system
+    role that neither refuses one (Mistral's first, Gemma's) nor folds it into the user's
+    turn (Mistral v0.3's), but skips every role it does not know, so the model would answer
+    as if no instructions were given. Read once per template from a probe system message
+    (the user's own message may hold the system's words); a template that refuses the probe
+    says so itself when the conversation is rendered.
+
+    Raises:
+        UsageError: naming ``--system`` and ``directory``.
+    """
+    try:
+        text = tokenizer.apply_chat_template(conversation("hi", _PROBE_SYSTEM),
+                                             add_generation_prompt=True, tokenize=False)
+    except Exception:  # (``render`` names the template's own error)
+        return
+    if _PROBE_SYSTEM not in text:
+        raise UsageError(f"--system: the chat template of {directory} leaves the system "
+                         f"message out of the conversation it renders (a model without a "
+                         f"system role); give the instructions in the --chat message instead")
 
 
 def render(tokenizer, messages: list[dict[str, str]], directory: str | Path, *,

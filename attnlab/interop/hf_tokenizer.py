@@ -44,6 +44,13 @@ _CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (
              (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
+def _written(pattern: str, earlier: tuple[tuple[str, str], ...]) -> list[str]:
+    """The texts that a clean-up whose steps before ``pattern``'s are ``earlier`` turns into
+    ``pattern``: the steps chain, " ' " -> "'" makes " n ' t" into " n't"."""
+    return [pattern, *(text for j, (before, after) in enumerate(earlier) if after in pattern
+                       for text in _written(pattern.replace(after, before, 1), earlier[:j]))]
+
+
 def clean_up(text: str) -> str:
     """``text`` cleaned as ``transformers`` cleans decoded text: no space before punctuation
     or an English contraction.
@@ -55,6 +62,13 @@ def clean_up(text: str) -> str:
     for before, after in _CLEAN_UP:
         text = text.replace(before, after)
     return text
+
+
+# the characters at the end of a decoded text that a clean-up may still change when more text
+# comes: the longest that a start of a text cleaned into a pattern reads as (" n '" of
+# " n ' t", which " n't" makes "n't": 4)
+_CLEAN_UP_REACH = max(len(clean_up(text[:end])) for i, (before, _) in enumerate(_CLEAN_UP)
+                      for text in _written(before, _CLEAN_UP[:i]) for end in range(len(text)))
 
 
 def _first(*ids: int | None) -> int | None:
@@ -134,10 +148,16 @@ class HFTokenizer(Tokenizer):
         specials = {role: getattr(hf_tokenizer, f"{role}_token_id", None) for role in SPECIAL_ROLES}
         return cls(Fast.from_str(backend.to_str()), specials,
                    padding_side=hf_tokenizer.padding_side,
-                   clean_up_tokenization_spaces=bool(hf_tokenizer.clean_up_tokenization_spaces),
+                   clean_up_tokenization_spaces=_cleans_up(hf_tokenizer),
                    token_type_ids="token_type_ids" in hf_tokenizer.model_input_names,
                    chat_template=getattr(hf_tokenizer, "chat_template", None),
                    checkpoint_eos_ids=checkpoint_eos_ids)
+
+    @property
+    def unsettled_chars(self) -> int:
+        """The last characters of a decoded text that the ids after it may change: those a
+        clean-up (``clean_up_tokenization_spaces``) may still drop a space of."""
+        return _CLEAN_UP_REACH if self.clean_up_tokenization_spaces else 0
 
     @property
     def vocab_size(self) -> int:
@@ -223,14 +243,31 @@ class HFTokenizer(Tokenizer):
             last -= 1
         return [*([] if before else self.leading_ids), *e.ids[first:last]]
 
-    @functools.cached_property
+    @property
     def leading_ids(self) -> list[int]:
         """The ids the checkpoint's post-processor puts before every text, as ``tok(text)``
         does: Llama's, Llama 3's and Mistral's bos; none for GPT-2 and Qwen (whose tokenizers
-        add nothing). Read from a probe text's encoding: the special tokens before its own."""
+        add nothing)."""
+        return self._added_around[0]
+
+    @property
+    def trailing_ids(self) -> list[int]:
+        """The ids the checkpoint's post-processor puts after every text, as ``tok(text)``
+        does: BERT's ``[SEP]``, the eos of a tokenizer that asks for it (``add_eos_token``, a
+        GGUF file's ``tokenizer.ggml.add_eos_token``); none for most causal models."""
+        return self._added_around[1]
+
+    @functools.cached_property
+    def _added_around(self) -> tuple[list[int], list[int]]:
+        """(``leading_ids``, ``trailing_ids``), read from a probe text's encoding: the special
+        tokens before and after its own."""
         e = self.tokenizer.encode("a", add_special_tokens=True)
-        lead = itertools.takewhile(lambda pair: pair[1] == 1, zip(e.ids, e.special_tokens_mask))
-        return [i for i, _ in lead]
+        pairs = list(zip(e.ids, e.special_tokens_mask))
+
+        def added(pairs):
+            return [i for i, _ in itertools.takewhile(lambda pair: pair[1] == 1, pairs)]
+
+        return added(pairs), added(reversed(pairs))[::-1]
 
     def encode_pair(self, text: str, pair: str | None = None, *,
                     add_special_tokens: bool = True) -> tuple[list[int], list[int]]:
@@ -295,9 +332,14 @@ class HFTokenizer(Tokenizer):
         tokens = {f"{role}_token": fast.id_to_token(i) for role, i in self.specials.items()}
         inputs = ["input_ids", *(["token_type_ids"] if self.token_type_ids else []),
                   "attention_mask"]
+        # a BPE tokeniser that cleans up comes from a run saved before checkpoints were read as
+        # transformers 5 reads them (which ignores the clean-up for BPE): the export keeps
+        # decoding as the run does ("isn't here."), so the two agree
+        forced = ({_FORCED_CLEAN_UP: True}
+                  if self.clean_up_tokenization_spaces and _bpe(fast) else {})
         theirs = PreTrainedTokenizerFast(
             tokenizer_object=fast, padding_side=self.padding_side, model_input_names=inputs,
-            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens,
+            clean_up_tokenization_spaces=self.clean_up_tokenization_spaces, **tokens, **forced,
             **({"model_max_length": model_max_length} if model_max_length else {}))
         theirs.chat_template = self.chat_template
         return theirs
@@ -315,6 +357,44 @@ class HFTokenizer(Tokenizer):
             raise ValueError(f"id {bad[0]} is outside the vocabulary [0, {self.vocab_size})")
         text = self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
         return clean_up(text) if self.clean_up_tokenization_spaces else text
+
+    def unsettled(self, ids: list[int]) -> int:
+        """How many of the last ``ids`` have a text the ids after them may change: with
+        SentencePiece's byte fallback (Llama 2's, Mistral's ``<0xNN>`` pieces: a
+        ``ByteFallback`` decoder) the last run of byte pieces, which ``tokenizers`` decodes
+        together: one U+FFFD for each of its bytes when the run is no UTF-8, so ``<0x12>``
+        reads as U+0012 alone and as U+FFFD once ``<0xC0>`` follows it. The special tokens
+        ``decode`` skips within the run do not end it. None otherwise (byte-level BPE decodes
+        bytes that are no UTF-8 one U+FFFD per invalid sequence, the text before unchanged).
+
+        Examples:
+            >>> from tokenizers import Tokenizer as Fast, decoders, models
+            >>> fast = Fast(models.BPE({"a": 0, "<0x12>": 1, "<0xC0>": 2}, [], byte_fallback=True))
+            >>> fast.decoder = decoders.ByteFallback()
+            >>> tok = HFTokenizer(fast, {})
+            >>> [ord(c) for c in tok.decode([1])], [ord(c) for c in tok.decode([1, 2])]
+            ([18], [65533, 65533])
+            >>> tok.unsettled([0, 1, 2]), tok.unsettled([1, 2, 0])
+            (2, 0)
+        """
+        if self._skipped_in_byte_runs is None:
+            return 0
+        run = 0
+        for i in reversed(ids):
+            if (i not in self._skipped_in_byte_runs
+                    and not _BYTE_PIECE.fullmatch(self.tokenizer.id_to_token(i) or "")):
+                break
+            run += 1
+        return run
+
+    @functools.cached_property
+    def _skipped_in_byte_runs(self) -> set[int] | None:
+        """The special ids ``decode`` skips, where the decoder reads byte fallback's runs of
+        byte pieces (``unsettled``); None for another decoder. Read once: ``unsettled`` is
+        asked at every generated token."""
+        if _piece_bytes_reader(self.tokenizer) is not fallback_piece_bytes:
+            return None
+        return {i for i, t in self.tokenizer.get_added_tokens_decoder().items() if t.special}
 
     def tokenize(self, text: str) -> list[str]:
         return self.tokenizer.encode(text, add_special_tokens=False).tokens
@@ -367,6 +447,27 @@ class HFTokenizer(Tokenizer):
             clean_up_tokenization_spaces=data["clean_up_tokenization_spaces"],
             token_type_ids=data["token_type_ids"], chat_template=data.get("chat_template"),
             checkpoint_eos_ids=data.get("checkpoint_eos_ids", ())))
+
+
+# transformers 5's setting that cleans up a BPE model's decoded text all the same
+_FORCED_CLEAN_UP = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
+
+
+def _cleans_up(hf_tokenizer) -> bool:
+    """Whether ``transformers``' ``decode`` of the fast tokeniser ``hf_tokenizer`` cleans its
+    text (``clean_up_tokenization_spaces``): transformers 5 ignores the setting for a BPE
+    model (GPT-2's, Llama's, Qwen's: the clean-up, made for WordPiece, would glue "n't" and
+    "." to the word before them where the text has a space) unless told otherwise by
+    ``clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output``; earlier
+    versions, which lack that setting, clean up any model."""
+    forced = getattr(hf_tokenizer, _FORCED_CLEAN_UP, None)
+    bpe = _bpe(hf_tokenizer.backend_tokenizer)
+    return bool(hf_tokenizer.clean_up_tokenization_spaces) and (not bpe or forced in (None, True))
+
+
+def _bpe(fast) -> bool:
+    """Whether the ``tokenizers.Tokenizer`` ``fast`` is a BPE model (GPT-2's, Llama's)."""
+    return type(fast.model).__name__ == "BPE"
 
 
 def _byte_level(fast) -> tuple[dict, list[dict]]:

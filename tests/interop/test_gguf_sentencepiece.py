@@ -27,9 +27,10 @@ PIECES = ["▁the", "▁cat", "▁sat", "▁on", "▁mat", "▁a", "▁", "t", "
 TEXTS = ["the cat sat on the mat", "hello world!", "mat?", "ünïcode 🐈", "  two  spaces"]
 
 
-@pytest.fixture(scope="module")
-def sentencepiece(tmp_path_factory):
-    """A tiny random Llama and its SentencePiece tokenizer, in llama.cpp's layout."""
+def write_sentencepiece(path, *, add_bos_token=True, add_eos_token=None):
+    """A tiny random Llama and its SentencePiece tokenizer, in llama.cpp's layout, at
+    ``path``; ``add_bos_token``, ``add_eos_token``: the file's tokenizer.ggml.add_bos_token
+    and add_eos_token (None: the key left out, as older converters did)."""
     T = gguf.TokenType
     tokens = ["<unk>", "<s>", "</s>", *(f"<0x{i:02X}>" for i in range(256)), *PIECES]
     torch.manual_seed(0)
@@ -37,15 +38,16 @@ def sentencepiece(tmp_path_factory):
         vocab_size=len(tokens), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)).eval()
-    path = tmp_path_factory.mktemp("sp") / "llama2-style.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
     for add, value in (("context_length", 64), ("embedding_length", 32), ("block_count", 2),
                        ("feed_forward_length", 64), ("head_count", 4), ("head_count_kv", 2),
                        ("layer_norm_rms_eps", hf.config.rms_norm_eps),
                        ("tokenizer_model", "llama"),
                        ("token_list", tokens), ("bos_token_id", 1), ("eos_token_id", 2),
-                       ("unk_token_id", 0), ("add_bos_token", True)):
-        getattr(w, f"add_{add}")(value)
+                       ("unk_token_id", 0), ("add_bos_token", add_bos_token),
+                       ("add_eos_token", add_eos_token)):
+        if value is not None:
+            getattr(w, f"add_{add}")(value)
     w.add_token_types([T.UNKNOWN, T.CONTROL, T.CONTROL, *[T.BYTE] * 256,
                        *[T.NORMAL] * len(PIECES)])
     w.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(PIECES))])
@@ -55,6 +57,11 @@ def sentencepiece(tmp_path_factory):
             a = _permute(a, 4 if "attn_q" in key else 2)
         w.add_tensor(key, np.ascontiguousarray(a))
     return _close(w, path)
+
+
+@pytest.fixture(scope="module")
+def sentencepiece(tmp_path_factory):
+    return write_sentencepiece(tmp_path_factory.mktemp("sp") / "llama2-style.gguf")
 
 
 def test_its_ids_and_text_are_transformers_ones(sentencepiece):

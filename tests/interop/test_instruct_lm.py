@@ -352,6 +352,10 @@ def test_the_run_answers_through_the_template_and_its_export_generates_the_same(
     assert main(["generate", str(out), "--chat", "reverse: abc", "--greedy",
                  "--max-new-tokens", "12", "--threads", "1"]) == 0
     ours = capsys.readouterr().out
+    # a system message the run's template (ChatML) keeps: read, not refused
+    assert main(["generate", str(out), "--chat", "reverse: abc", "--system", "be brief",
+                 "--greedy", "--max-new-tokens", "2", "--threads", "1"]) == 0
+    capsys.readouterr()
     assert main(["predict", str(out), "--input", "reverse: abc", "--max-new-tokens", "12"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == ours.rstrip("\n")
     exported = tmp_path / "hf"

@@ -41,7 +41,10 @@ class StopStreamer:
 
     Text is held back while it could still be the start of a stop string, and while it ends
     in an incomplete multi-byte character (a byte-level BPE piece decodes to U+FFFD until the
-    rest of its bytes arrive). A stop string may start in ``before``, the text the new one
+    rest of its bytes arrive), and while the ids it comes from may still read otherwise
+    (``Tokenizer.unsettled``: SentencePiece's run of byte pieces, decoded together; and
+    ``unsettled_chars``: the end a clean-up may change), so that
+    the pieces printed join into the text decoded from all the ids at once. A stop string may start in ``before``, the text the new one
     follows (the prompt's end, ``prompt_end``): then nothing is printed, as the stop string
     appears as soon as the text completes it ("le caf" with --stop "fé").
     """
@@ -71,9 +74,12 @@ class StopStreamer:
         if hits:
             self.stopped = True
             return self._emit(text, max(0, min(hits) - b))
-        end = len(text) - self.hold
+        end = len(text) - max(self.hold, self.tokenizer.unsettled_chars)
         while end > self.printed and text[end - 1] == "\ufffd":
             end -= 1
+        # the text of ids the next ones may change (SentencePiece's bytes: ``unsettled``)
+        if unsettled := self.tokenizer.unsettled(self.ids):
+            end = min(end, len(self.tokenizer.decode(self.ids[:-unsettled])))
         return self._emit(text, end)
 
     def flush(self) -> str:
@@ -102,9 +108,14 @@ class AfterPrompt:
         self.tokenizer, self.context = tokenizer, whole_end(tokenizer, prompt)
         self.vocab_size, self.eos_id = tokenizer.vocab_size, tokenizer.eos_id
         self.checkpoint_eos_ids = getattr(tokenizer, "checkpoint_eos_ids", [])
+        self.unsettled_chars = tokenizer.unsettled_chars
         # the tokenizer's normal form, if it has one: StopStreamer puts --stop strings in it
         self.normalized = getattr(tokenizer, "normalized", None)
         self.before = tokenizer.decode(self.context)
+
+    def unsettled(self, ids: list[int]) -> int:
+        """``tokenizer.unsettled`` of ``ids`` read after the prompt (at most all of them)."""
+        return min(len(ids), self.tokenizer.unsettled([*self.context, *ids]))
 
     def decode(self, ids: list[int]) -> str:
         text = self.tokenizer.decode([*self.context, *ids])
@@ -241,15 +252,20 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                           slide=True)  # past the context length: keep its last half
     # a stop string may begin in the prompt, after which the text is printed
     out, pieces = StopStreamer(tokenizer, stops or [], before=prompt_end(tokenizer, ids, stops)), []
-    for token in stream:
-        t = int(token[0, 0])
-        if t in ends:
-            break
-        pieces.append(out.add(t))
+    try:
+        for token in stream:
+            t = int(token[0, 0])
+            if t in ends:
+                break
+            pieces.append(out.add(t))
+            if write is not None:
+                write(pieces[-1])
+            if out.stopped:
+                break
+    except KeyboardInterrupt:  # Ctrl-C: the text held back (a run of bytes) is printed too
         if write is not None:
-            write(pieces[-1])
-        if out.stopped:
-            break
+            write(out.flush())
+        raise
     pieces.append(out.flush())
     if write is not None:
         write(pieces[-1])

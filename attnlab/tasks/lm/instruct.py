@@ -279,6 +279,11 @@ def _plain_split(tokenizer, prompt: str, response: str) -> tuple[list[int], list
         return tokenizer.encode(prompt), tokenizer.encode(response)
     apart = tokenizer.encode(prompt, add_special_tokens=True), tokenizer.encode(response)
     whole = tokenizer.encode_split(prompt + response, len(prompt))
+    # what the tokenizer puts after every text (the eos of one that adds it: a GGUF file's
+    # add_eos_token) ends the prompt, as generate reads it and as the prompt read apart ends,
+    # not the response: the example's own eos ends that, once
+    trailing = tokenizer.trailing_ids
+    whole = [*whole[0], *trailing], whole[1][:len(whole[1]) - len(trailing)]
     same = tokenizer.decode([*apart[0], *apart[1]]) == tokenizer.decode([*whole[0], *whole[1]])
     return apart if same else whole
 
