@@ -1,0 +1,58 @@
+"""`translate` and `predict` of a translate run whose outputs are NaN (a run trained to NaN)
+printed empty translations, the argmax of NaN rows, with exit 0 and not a word. Now they follow
+the rule of every task's `predict` (``attnlab.tasks.base.without_nan_answers``): no answer
+(``nan``; null with --json) and ONE warning on stderr naming how many inputs and the first."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnlab.cli import main
+
+from ..tasks.test_nan_answers_sequence_tag import _nan_copy
+
+pytestmark = pytest.mark.slow  # reads the session's runs (tests/cli/conftest.py)
+
+
+def _nan_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "NaN" in line]
+
+
+def test_translate_of_nan_outputs_answers_null_with_one_warning(runs, tmp_path, capsys):
+    run = _nan_copy(runs["translate"][0], tmp_path)
+    inputs = tmp_path / "numbers.txt"
+    inputs.write_text("12\n34\n5\n")
+    capsys.readouterr()
+    assert main(["translate", str(run), "--input-file", str(inputs), "--json",
+                 "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"input": text, "translation": None} for text in ("12", "34", "5")]
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 3 of 3 inputs (first: "
+                               f"--input-file {inputs} line 1); their prediction is null"]
+    assert main(["translate", str(run), "12", "34", "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["nan", "nan"]
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 2 of 2 inputs (first: TEXT "
+                               f"number 1); their prediction is null"]
+
+
+def test_predict_of_a_nan_translate_run_answers_null_with_one_warning(runs, tmp_path, capsys):
+    run = _nan_copy(runs["translate"][0], tmp_path)
+    capsys.readouterr()
+    assert main(["predict", str(run), "--input", "12", "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["nan"]
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 1 of 1 inputs (first: --input); "
+                               f"their prediction is null"]
+
+
+def test_translate_of_finite_outputs_warns_nothing(runs, capsys):
+    capsys.readouterr()
+    assert main(["translate", str(runs["translate"][0]), "12", "34", "--json",
+                 "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert all(isinstance(json.loads(line)["translation"], str) for line in out.splitlines())
+    assert _nan_lines(err) == []
+
