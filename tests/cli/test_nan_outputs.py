@@ -56,3 +56,32 @@ def test_translate_of_finite_outputs_warns_nothing(runs, capsys):
     assert all(isinstance(json.loads(line)["translation"], str) for line in out.splitlines())
     assert _nan_lines(err) == []
 
+
+def test_train_translate_whose_weights_went_nan_writes_null_scores(tmp_path, monkeypatch, capsys):
+    """A run whose weights are NaN when training ends (a last step that overflowed them with a
+    loss still finite) wrote test_bleu 0.0 into metrics.json, a score as if computed."""
+    import torch
+
+    import attnlab.training as training
+
+    real_fit = training.fit
+
+    def fit_to_nan(module, *args, **kwargs):
+        result = real_fit(module, *args, **kwargs)
+        with torch.no_grad():
+            for p in module.parameters():
+                p.fill_(float("nan"))
+        return result
+
+    monkeypatch.setattr(training, "fit", fit_to_nan)
+    run = tmp_path / "run"
+    assert main(["train", "translate", "--max-number", "200", "--test-size", "8", "--val-size",
+                 "8", "--num-layers", "1", "--batch-size", "16", "--model-dim", "16",
+                 "--num-heads", "2", "--dim-feedforward", "32", "--max-steps", "2",
+                 "--threads", "1", "--out", str(run)]) == 0
+    err = capsys.readouterr().err
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert {k: metrics[k] for k in ("test_bleu", "test_chrf", "test_exact_match")} == \
+        dict.fromkeys(("test_bleu", "test_chrf", "test_exact_match"))
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 8 of 8 inputs (first: test pair "
+                               f"number 1); its metrics are null"]

@@ -367,7 +367,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     model.eval()
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
-        metrics, _ = compute_test_metrics(model, tok, test, cfg)
+        # with run_dir, evaluate's rule: null scores and one warning where outputs are NaN
+        metrics, _ = compute_test_metrics(model, tok, test, cfg, run_dir=run_dir)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
             _cross_attention_figure(model, tok, test[0][0], cfg,  # the test's first source
                                     run_dir / "cross_attention.png",
