@@ -85,3 +85,24 @@ def test_train_translate_whose_weights_went_nan_writes_null_scores(tmp_path, mon
         dict.fromkeys(("test_bleu", "test_chrf", "test_exact_match"))
     assert _nan_lines(err) == [f"warning: {run} gives NaN for 8 of 8 inputs (first: test pair "
                                f"number 1); its metrics are null"]
+
+
+def test_evaluate_of_a_diverged_lm_run_writes_its_perplexity_null_and_says_why(runs, tmp_path,
+                                                                            capsys):
+    """A val_loss past 709.78 nats has an exp past the largest float: val_perplexity read
+    1.01423e+304, exp(700), a number as if measured."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    run = shutil.copytree(runs["lm"][0], tmp_path / "diverged")
+    weights = load_file(run / "model.safetensors")
+    weights["lm_head.weight"] = weights["lm_head.weight"] * 1e4  # huge, finite logits
+    save_file(weights, run / "model.safetensors")
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    scores = json.loads(out)
+    assert scores["val_loss"] > 709.78 and scores["val_perplexity"] is None
+    note, = [line for line in err.splitlines() if "val_perplexity" in line]
+    assert note.startswith("note: val_perplexity is null: exp(val_loss), val_loss ")

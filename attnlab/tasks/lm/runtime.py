@@ -142,9 +142,27 @@ def _tail(windows) -> tuple[torch.Tensor, torch.Tensor, int] | None:
     return window[None, :-1], window[None, 1:], rest
 
 
+# the largest loss (nats) whose exp a float holds, about 709.78: past it exp overflows
+MAX_EXP_LOSS = math.log(sys.float_info.max)
+
+
 def loss_metrics(loss: float) -> dict[str, float]:
-    """``val_loss`` and ``val_perplexity`` = exp(val_loss) of a mean cross-entropy (nats)."""
-    return {"val_loss": loss, "val_perplexity": math.exp(min(loss, 700.0))}  # exp(>709) overflows
+    """``val_loss`` and ``val_perplexity`` = exp(val_loss) of a mean cross-entropy (nats). Past
+    ``MAX_EXP_LOSS`` (a diverged run) the perplexity is no float: infinite, which metrics.json
+    and evaluate write null, with a note saying why (it was exp(700), a number as if measured).
+
+    Examples:
+        >>> loss_metrics(2.0)["val_perplexity"] == math.exp(2.0)
+        True
+        >>> loss_metrics(24746.3)["val_perplexity"]
+        inf
+    """
+    if loss > MAX_EXP_LOSS and math.isfinite(loss):
+        print(f"note: val_perplexity is null: exp(val_loss), val_loss {loss:.6g} nats, is past "
+              f"the largest float (val_loss above {MAX_EXP_LOSS:.2f}): the model diverged",
+              file=sys.stderr, flush=True)
+        return {"val_loss": loss, "val_perplexity": math.inf}
+    return {"val_loss": loss, "val_perplexity": math.exp(loss)}
 
 
 def random_windows(windows, batch_size: int, steps: int, seed: int):
