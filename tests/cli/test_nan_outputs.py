@@ -106,3 +106,24 @@ def test_evaluate_of_a_diverged_lm_run_writes_its_perplexity_null_and_says_why(r
     assert scores["val_loss"] > 709.78 and scores["val_perplexity"] is None
     note, = [line for line in err.splitlines() if "val_perplexity" in line]
     assert note.startswith("note: val_perplexity is null: exp(val_loss), val_loss ")
+
+
+def test_evaluate_of_a_nan_instruction_run_scores_null_with_one_warning(tmp_path, capsys):
+    """An lm run trained on chat rows had no NaN rule: evaluate wrote null without a word."""
+    pytest.importorskip("transformers")
+    from ..interop.test_instruct_lm import TRAIN, _rows, _write, save_chat_model
+
+    rows = _write(tmp_path / "rows.jsonl", _rows())
+    run = tmp_path / "sft"
+    steps = ["--max-steps", "2", *TRAIN[2:]]
+    assert main(["train", "lm", "--init", str(save_chat_model(tmp_path / "chatml")), "--data",
+                 str(rows), "--out", str(run), *steps]) == 0
+    run = _nan_copy(run, tmp_path)
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"val_loss": None, "val_perplexity": None}
+    warning, = _nan_lines(err)
+    assert warning.startswith(f"warning: {run} gives NaN for ")
+    assert warning.endswith(f" inputs (first: conversation 1 of --data {rows}, held out); its "
+                            f"metrics are null")

@@ -321,24 +321,30 @@ def example_batches(examples: list[Example], batch_size: int, steps: int, seed: 
 
 
 @torch.no_grad()
-def assistant_loss(model, batches) -> float:
+def assistant_loss(model, batches, finite: list[bool] | None = None) -> float:
     """The mean cross-entropy (nats) over every assistant token of ``batches`` (each token
-    weighted equally, however the batches are cut): the run's ``val_loss``."""
+    weighted equally, however the batches are cut): the run's ``val_loss``. ``finite``, when
+    given, gets whether each example's loss is finite, in order (a run trained to NaN)."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
     for inputs, targets in batches:
         logits = model(inputs)  # (B, T, V)
-        total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(),
-                                       ignore_index=IGNORE, reduction="sum"))
+        losses = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
+                                 reduction="none")  # (B * T,), 0 where ignored
+        total += float(losses.sum())
         count += int((targets != IGNORE).sum())
+        if finite is not None:
+            finite += losses.view(targets.shape).sum(1).isfinite().tolist()  # (B,)
     model.train(was_training)
     return total / count
 
 
-def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
+def evaluate_loss(cfg, model, tokenizer, data: str | None,
+                  finite: list[bool] | None = None) -> float:
     """``attnlab evaluate`` of an instruction run: the held-out rows of its --data (the file
-    checked against config.yaml's digest), or every row of another rows file ``data``."""
+    checked against config.yaml's digest), or every row of another rows file ``data``;
+    ``finite`` as ``assistant_loss``'s."""
     if data is None:
         check_data_files({"data": cfg.data}, cfg.data_sha256, purpose="evaluate")
         rows = read_rows(cfg.data, new=False)  # the rows it was trained on, as read then
@@ -348,7 +354,7 @@ def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
         rows = read_rows(data, what="--data", new=False)
         which = list(range(len(rows.conversations)))
     examples = encode_rows(cfg, tokenizer, rows, which, say=True, measured=True, training=False)
-    return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
+    return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer), finite)
 
 
 class ChatSession:

@@ -304,7 +304,9 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
                  tokenizer=tokenizer)
     metrics = {}
     if result.is_global_zero:  # the saved weights, in float32 (as evaluate loads them)
-        metrics = loss_metrics(assistant_loss(model, val_batches))
+        metrics = _without_nan(lambda finite: loss_metrics(assistant_loss(
+            model, val_batches, finite)), f"--data {cfg.data}, held out", run_dir,
+            unit="conversation")
         figures(cfg, run_dir, result.steps, max_steps)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
 
@@ -498,7 +500,9 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     if cfg.instruction and (data is None or is_rows_file(data)):
         from .instruct import evaluate_loss
 
-        return loss_metrics(evaluate_loss(cfg, model, tokenizer, data))
+        where = f"--data {cfg.data}, held out" if data is None else f"--data {data}"
+        return _without_nan(lambda finite: loss_metrics(evaluate_loss(
+            cfg, model, tokenizer, data, finite)), where, run_dir, unit="conversation")
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg, run_dir)
     cfg = cfg.derive(data_dir=str(trained_corpus(cfg, run_dir)))
@@ -525,16 +529,17 @@ def _split_metrics(model, cfg: RunSettings, run_dir: Path) -> dict[str, float]:
                         "the validation split", run_dir)
 
 
-def _without_nan(measure, what: str, run_dir: Path | None) -> dict[str, float]:
-    """``measure(finite)``'s metrics, null where a window's loss is not finite (a run trained
-    to NaN), with one warning naming how many and the first (``without_nan_metrics``, the
-    rule every task's evaluate keeps); of a model of no run (``run_dir`` None), as
-    measured."""
+def _without_nan(measure, what: str, run_dir: Path | None, unit: str = "window"
+                 ) -> dict[str, float]:
+    """``measure(finite)``'s metrics, null where the loss of a ``unit`` (a window, an
+    instruction run's conversation) is not finite (a run trained to NaN), with one warning
+    naming how many and the first (``without_nan_metrics``, the rule every task's evaluate
+    keeps); of a model of no run (``run_dir`` None), as measured."""
     if run_dir is None:
         return measure(None)
     finite: list[bool] = []
     metrics = measure(finite)
-    names = Numbered(lambda i: f"window {i + 1} of {what}", len(finite))
+    names = Numbered(lambda i: f"{unit} {i + 1} of {what}", len(finite))
     return without_nan_metrics(metrics, finite, names, run_dir)
 
 
