@@ -185,7 +185,7 @@ def unescape(text: str, flag: str = "--stop") -> str:
 
 
 def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
-                 label: str = "--prompt") -> str:
+                 label: str = "--prompt", finite: list[bool] | None = None) -> str:
     """The text generated after the prompt ``ids`` (cut before any --stop string); each piece
     is passed to ``write`` as soon as it is printable (``continue_prompt``, which ``predict``
     on an lm run goes through too). The text is printed after the prompt, so it is decoded as
@@ -196,7 +196,7 @@ def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
     return continue_prompt(model, AfterPrompt(tokenizer, ids), ids, args.max_new_tokens,
                            greedy=args.greedy, temperature=args.temperature, top_k=args.top_k,
                            top_p=args.top_p, generator=generator, stops=args.stop, write=write,
-                           label=label)
+                           label=label, finite=finite)
 
 
 def escape(text: str) -> str:
@@ -271,9 +271,24 @@ def run(args) -> int:
     all_ids = checked_ids(texts, labels,
                           lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
     note_unknown(tokenizer, texts, labels)  # the model continues what it read
+    finite: list[bool] = []  # per input: whether its every step's logits were finite
     print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
-        model, tokenizer, ids, args, generator, write=write, label=label), generator=generator)
+        model, tokenizer, ids, args, generator, write=write, label=label, finite=finite),
+        generator=generator)
+    _say_nan(finite, labels, run_dir)
     return 0
+
+
+def _say_nan(finite: list[bool], labels, run_dir) -> None:
+    """The one warning (``say_nan``, predict's and evaluate's) that the texts of some inputs
+    were generated from logits that were not finite (a run trained to NaN): each such token
+    is the argmax of a NaN row, as sure as any text."""
+    from ..tasks.base import say_nan
+
+    bad = [i for i, ok in enumerate(finite) if not ok]
+    if bad:
+        say_nan(run_dir, len(bad), len(finite), labels[bad[0]],
+                "their text is the argmax of NaN scores, not the model's")
 
 
 def _note_init_defaults(run_dir, cfg, args) -> None:

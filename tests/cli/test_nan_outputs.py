@@ -127,3 +127,34 @@ def test_evaluate_of_a_nan_instruction_run_scores_null_with_one_warning(tmp_path
     assert warning.startswith(f"warning: {run} gives NaN for ")
     assert warning.endswith(f" inputs (first: conversation 1 of --data {rows}, held out); its "
                             f"metrics are null")
+
+
+def test_predict_and_generate_of_a_nan_lm_run_warn_once_and_sampling_ends(runs, tmp_path,
+                                                                          capsys):
+    """predict of an lm run trained to NaN printed an empty continuation without a word, and
+    generate's sampling stopped with torch.multinomial's traceback."""
+    run = _nan_copy(runs["lm"][0], tmp_path)
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("the quick\nthe fox\n")
+    capsys.readouterr()
+    assert main(["predict", str(run), "--input-file", str(prompts), "--max-new-tokens", "3",
+                 "--json", "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["prediction"] for line in out.splitlines()] == [None, None]
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 2 of 2 inputs (first: "
+                               f"--input-file {prompts} line 1); their prediction is null"]
+    for sampling in (["--seed", "1"], ["--greedy"]):
+        assert main(["generate", str(run), "--input-file", str(prompts), "--max-new-tokens",
+                     "3", *sampling]) == 0
+        out, err = capsys.readouterr()
+        assert len(out.splitlines()) == 2
+        assert _nan_lines(err) == [f"warning: {run} gives NaN for 2 of 2 inputs (first: "
+                                   f"--input-file {prompts} line 1); their text is the argmax "
+                                   f"of NaN scores, not the model's"]
+
+
+def test_generate_of_a_finite_lm_run_warns_nothing(runs, capsys):
+    capsys.readouterr()
+    assert main(["generate", str(runs["lm"][0]), "--prompt", "the quick", "--max-new-tokens",
+                 "3", "--seed", "1"]) == 0
+    assert _nan_lines(capsys.readouterr().err) == []

@@ -48,8 +48,8 @@ from ...runs import load_weights, pin_data_files
 from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import (Numbered, attends, config_from_run, each_input, input_name, loads, predicts,
-                    rng_kept, without_nan_metrics)
+from ..base import (FINITE, Numbered, attends, config_from_run, each_input, input_name, loads,
+                    predicts, rng_kept, without_nan_metrics)
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -487,7 +487,9 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
         return chat_predictions(model, tokenizer, Path(run_dir), texts, labels, n)
     prompts = each_input(texts, labels, _prompt_reader(task, tokenizer))
     note_unknown(tokenizer, texts, labels)
-    return [prediction_of(continue_prompt(model, tokenizer, ids, n, label=label))
+    finite: list[bool] = []  # a run trained to NaN: no answer (``predicts``), one warning
+    return [{**prediction_of(continue_prompt(model, tokenizer, ids, n, label=label,
+                                             finite=finite)), FINITE: finite[-1]}
             for ids, label in zip(prompts, labels)]
 
 
