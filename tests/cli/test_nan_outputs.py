@@ -158,3 +158,35 @@ def test_generate_of_a_finite_lm_run_warns_nothing(runs, capsys):
     assert main(["generate", str(runs["lm"][0]), "--prompt", "the quick", "--max-new-tokens",
                  "3", "--seed", "1"]) == 0
     assert _nan_lines(capsys.readouterr().err) == []
+
+
+def _one_nan_row(run, tmp_path):
+    """A copy of ``run`` whose first embedding row alone is NaN (a token whose update
+    overflowed)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    copy = shutil.copytree(run, tmp_path / "one_nan_row")
+    weights = load_file(copy / "model.safetensors")
+    name = next(k for k in weights if "embed" in k and weights[k].dim() == 2)
+    weights[name][0] = float("nan")
+    save_file(weights, copy / "model.safetensors")
+    return copy
+
+
+@pytest.mark.parametrize("whose", ["every weight", "one embedding row"])
+@pytest.mark.parametrize("argv", [["translate", "12"], ["evaluate"],
+                                  ["generate", "--prompt", "the quick", "--max-new-tokens", "2"]],
+                         ids=["translate", "evaluate lm", "generate"])
+def test_quantize_of_a_nan_run_is_refused_in_one_line(argv, whose, runs, tmp_path, capsys):
+    """--quantize int8 of a run trained to NaN stopped with torch's traceback ("min should be
+    less than or equal to max"), exit 1."""
+    task = "translate" if argv[0] == "translate" else "lm"
+    run = (_nan_copy if whose == "every weight" else _one_nan_row)(runs[task][0], tmp_path)
+    capsys.readouterr()
+    assert main([argv[0], str(run), *argv[1:], "--quantize", "int8", "--threads", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1] == (f"attnlab: error: --quantize int8: {run}'s weights hold NaN "
+                                    f"(a run trained to NaN); run without --quantize")

@@ -41,7 +41,6 @@ from ...interop.saved import load_any_tokenizer
 from ...interop.source import reread_init_source
 from ...models import CausalLM
 from ...models.configs import CausalLMConfig
-from ...nn.quantize import quantized
 from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
@@ -49,7 +48,7 @@ from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
 from ..base import (FINITE, Numbered, attends, config_from_run, each_input, input_name, loads,
-                    predicts, rng_kept, without_nan_metrics)
+                    predicts, quantized_run, rng_kept, without_nan_metrics)
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -380,7 +379,8 @@ def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     ``quantize="int8"``, its linear layers on int8 weights (``attnlab.nn.quantize``)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
-    return quantized(model.eval(), quantize), load_any_tokenizer(Path(run_dir) / "tokenizer.json")
+    tokenizer = load_any_tokenizer(Path(run_dir) / "tokenizer.json")
+    return quantized_run(model.eval(), quantize, run_dir), tokenizer
 
 
 def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:

@@ -34,7 +34,6 @@ from ...models import Seq2SeqTransformer
 from ...models.configs import Seq2SeqConfig
 from ...models.rnn_seq2seq import RNNSeq2Seq
 from ...notes import progress, said_once, say
-from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...settings import check_argument, epoch_steps
@@ -42,7 +41,7 @@ from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
 from ...explorer.record import fit_weights_text
 from ..base import (FINITE, attends, config_from_run, input_name, input_texts, loads,
-                    null_scores, predicts, rng_kept)
+                    null_scores, predicts, quantized_run, rng_kept)
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, pair_chunks, resolve_tokenizer, see_sources, spell_digits,
                    trained_sources)
@@ -385,7 +384,7 @@ def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
                                      strip_sources=cfg.sources_stripped)
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
-    return quantized(model.eval(), quantize), tok
+    return quantized_run(model.eval(), quantize, run_dir), tok
 
 
 def check_greedy_penalty(cfg: RunSettings, num_beams: int | None,
