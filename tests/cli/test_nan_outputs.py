@@ -108,8 +108,8 @@ def test_evaluate_of_a_diverged_lm_run_writes_its_perplexity_null_and_says_why(r
     assert note.startswith("note: val_perplexity is null: exp(val_loss), val_loss ")
 
 
-def test_evaluate_of_a_nan_instruction_run_scores_null_with_one_warning(tmp_path, capsys):
-    """An lm run trained on chat rows had no NaN rule: evaluate wrote null without a word."""
+def _nan_chat_run(tmp_path):
+    """(a run trained on chat rows from a tiny chat model, every weight then NaN; its rows)."""
     pytest.importorskip("transformers")
     from ..interop.test_instruct_lm import TRAIN, _rows, _write, save_chat_model
 
@@ -118,7 +118,12 @@ def test_evaluate_of_a_nan_instruction_run_scores_null_with_one_warning(tmp_path
     steps = ["--max-steps", "2", *TRAIN[2:]]
     assert main(["train", "lm", "--init", str(save_chat_model(tmp_path / "chatml")), "--data",
                  str(rows), "--out", str(run), *steps]) == 0
-    run = _nan_copy(run, tmp_path)
+    return _nan_copy(run, tmp_path), rows
+
+
+def test_evaluate_of_a_nan_instruction_run_scores_null_with_one_warning(tmp_path, capsys):
+    """An lm run trained on chat rows had no NaN rule: evaluate wrote null without a word."""
+    run, rows = _nan_chat_run(tmp_path)
     capsys.readouterr()
     assert main(["evaluate", str(run), "--threads", "1"]) == 0
     out, err = capsys.readouterr()
@@ -190,3 +195,66 @@ def test_quantize_of_a_nan_run_is_refused_in_one_line(argv, whose, runs, tmp_pat
     assert out == ""
     assert err.splitlines()[-1] == (f"attnlab: error: --quantize int8: {run}'s weights hold NaN "
                                     f"(a run trained to NaN); run without --quantize")
+
+
+def test_predict_and_generate_chat_of_a_nan_instruction_run_warn_once(tmp_path, capsys):
+    """A chat run trained to NaN replied with an empty text (the argmax of NaN rows) and not a
+    word: predict's answer is now null, and generate --chat warns, as for any lm run."""
+    run, _ = _nan_chat_run(tmp_path)
+    capsys.readouterr()
+    assert main(["predict", str(run), "--input", "hello", "--json", "--max-new-tokens", "3",
+                 "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["prediction"] is None
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 1 of 1 inputs (first: --input); "
+                               f"their prediction is null"]
+    assert main(["generate", str(run), "--chat", "hello", "--max-new-tokens", "3",
+                 "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 1 of 1 inputs (first: --chat); "
+                               f"their text is the argmax of NaN scores, not the model's"]
+
+
+def test_generate_json_of_a_nan_run_writes_null_text(runs, tmp_path, capsys):
+    """generate --json wrote the argmax of NaN rows as an input's "text", unmarked; predict
+    --json writes such an answer null."""
+    run = _nan_copy(runs["lm"][0], tmp_path)
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("the quick\nthe fox\n")
+    capsys.readouterr()
+    assert main(["generate", str(run), "--input-file", str(prompts), "--max-new-tokens", "3",
+                 "--greedy", "--json", "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"prompt": "the quick", "text": None}, {"prompt": "the fox", "text": None}]
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 2 of 2 inputs (first: "
+                               f"--input-file {prompts} line 1); their text is null"]
+
+
+def test_an_interrupted_generate_of_a_nan_run_still_warns(runs, tmp_path, capsys, monkeypatch):
+    """The warning was said after the file's run had ended: a run stopped (Ctrl-C) after some
+    inputs printed their texts and never said they came from NaN."""
+    import attnlab.commands.generate as generate
+
+    run = _nan_copy(runs["lm"][0], tmp_path)
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("the quick\nthe fox\n")
+    real = generate.continuation
+    calls = []
+
+    def stop_at_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(generate, "continuation", stop_at_the_second)
+    capsys.readouterr()
+    assert main(["generate", str(run), "--input-file", str(prompts), "--max-new-tokens", "3",
+                 "--greedy", "--threads", "1"]) != 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1
+    assert _nan_lines(err) == [f"warning: {run} gives NaN for 1 of 2 inputs (first: "
+                               f"--input-file {prompts} line 1); their text is the argmax of "
+                               f"NaN scores, not the model's"]

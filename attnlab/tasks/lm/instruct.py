@@ -372,28 +372,26 @@ class ChatSession:
     def ids(self, message: str, system: str | None = None) -> list[int]:
         return chat_ids(self.theirs, conversation(message, system), self.run_dir)
 
-    def reply(self, model, tokenizer, ids: list[int], max_new_tokens: int, *, label: str) -> str:
-        """The greedy reply after ``ids``: up to ``max_new_tokens`` tokens, cut at a stop id."""
-        from .continuation import StopStreamer, note_cut
+    def reply(self, model, tokenizer, ids: list[int], max_new_tokens: int, *, label: str,
+              finite: list[bool] | None = None) -> str:
+        """The greedy reply after ``ids``: up to ``max_new_tokens`` tokens, cut at a stop id;
+        ``finite``, when given, gets whether the logits of every step were finite (a run
+        trained to NaN replies with the argmax of NaN rows: ``continue_prompt``)."""
+        from .continuation import continue_prompt
 
-        note_cut(len(ids), model.max_len, label)
-        stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=False,
-                              eos_token_id=self.stops, slide=True)
-        text, pieces = StopStreamer(tokenizer, []), []
-        for token in stream:
-            if int(token[0, 0]) in self.stops:
-                break
-            pieces.append(text.add(int(token[0, 0])))
-        return "".join(pieces) + text.flush()
+        return continue_prompt(model, tokenizer, ids, max_new_tokens, greedy=True,
+                               stop_ids=self.stops, label=label, finite=finite)
 
 
 def chat_predictions(model, tokenizer, run_dir: Path, texts: list[str], labels: list[str],
                      n: int) -> list[dict[str, Any]]:
     """``predict`` on a run trained on chat rows: each text answered as the user's message."""
-    from ..base import each_input
+    from ..base import FINITE, each_input
     from .continuation import prediction_of
 
     session = ChatSession(tokenizer, run_dir)
     all_ids = each_input(texts, labels, session.ids)
-    return [prediction_of(session.reply(model, tokenizer, ids, n, label=label))
+    finite: list[bool] = []  # a run trained to NaN: no answer (``predicts``), one warning
+    return [{**prediction_of(session.reply(model, tokenizer, ids, n, label=label,
+                                           finite=finite)), FINITE: finite[-1]}
             for ids, label in zip(all_ids, labels)]
