@@ -131,6 +131,12 @@ def select_next_token(
             filter_top_p(logits[:0], top_p)
         return logits.argmax(dim=-1)
     probs = sampling_scores(logits, temperature, top_k, top_p).softmax(dim=-1)  # (B, V)
+    # a row that is no distribution (a model trained to NaN) takes its argmax, as greedy
+    # decoding does: torch.multinomial stopped the command with a traceback; the callers that
+    # watch the logits (``FiniteWatch``) then say the output is not finite
+    bad = ~probs.isfinite().all(-1, keepdim=True)  # (B, 1)
+    probs = torch.where(bad, torch.nn.functional.one_hot(logits.argmax(-1), probs.shape[-1])
+                        .to(probs.dtype), probs)  # (B, V)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 

@@ -185,7 +185,7 @@ def unescape(text: str, flag: str = "--stop") -> str:
 
 
 def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
-                 label: str = "--prompt") -> str:
+                 label: str = "--prompt", finite: list[bool] | None = None) -> str:
     """The text generated after the prompt ``ids`` (cut before any --stop string); each piece
     is passed to ``write`` as soon as it is printable (``continue_prompt``, which ``predict``
     on an lm run goes through too). The text is printed after the prompt, so it is decoded as
@@ -196,7 +196,7 @@ def continuation(model, tokenizer, ids: list[int], args, generator, write=None,
     return continue_prompt(model, AfterPrompt(tokenizer, ids), ids, args.max_new_tokens,
                            greedy=args.greedy, temperature=args.temperature, top_k=args.top_k,
                            top_p=args.top_p, generator=generator, stops=args.stop, write=write,
-                           label=label)
+                           label=label, finite=finite)
 
 
 def escape(text: str) -> str:
@@ -256,21 +256,17 @@ def run(args) -> int:
 
         model = model.to(TORCH_DTYPES[args.dtype])
     generator = input_generator(args.seed)
+    finite: list[bool] = []  # per input: whether its every step's logits were finite
+    nan = NaNTexts(finite, run_dir)
     if args.chat is not None:  # a run trained from a checkpoint with a chat template
-        from ..tasks.lm.instruct import ChatSession
-        from .hf_generate import reply
-
-        session = ChatSession(tokenizer, run_dir)
-        all_ids = checked_ids(texts, labels, lambda message: session.ids(message, args.system))
-        print_outputs(args, texts, labels, all_ids, lambda ids, write, label: reply(
-            model, tokenizer, ids, session.stops, args, generator, write=write, label=label),
-            key="chat", echo=False, generator=generator)
+        _chat(args, model, tokenizer, run_dir, texts, labels, generator, nan)
         return 0
     all_ids = checked_ids(texts, labels,
                           lambda p: runtime.encode_prompt(task, tokenizer, p, what="--input"))
     note_unknown(tokenizer, texts, labels)  # the model continues what it read
     print_outputs(args, texts, labels, all_ids, lambda ids, write, label: continuation(
-        model, tokenizer, ids, args, generator, write=write, label=label), generator=generator)
+        model, tokenizer, ids, args, generator, write=write, label=label, finite=finite),
+        generator=generator, nan=nan)
     return 0
 
 
@@ -284,6 +280,40 @@ def _check_run_chat(run_dir, system: str | None) -> None:
     if system and system.strip():
         saved = HFTokenizer.load(f"{run_dir}/tokenizer.json")
         check_system_kept(saved.to_transformers(), run_dir)
+
+
+def _chat(args, model, tokenizer, run_dir, texts, labels, generator, nan: NaNTexts) -> None:
+    """``generate RUN --chat``: each input the user's message, the reply alone printed."""
+    from ..tasks.lm.instruct import ChatSession
+    from .hf_generate import reply
+
+    session = ChatSession(tokenizer, run_dir)
+    all_ids = checked_ids(texts, labels, lambda message: session.ids(message, args.system))
+    print_outputs(args, texts, labels, all_ids, lambda ids, write, label: reply(
+        model, tokenizer, ids, session.stops, args, generator, write=write, label=label,
+        finite=nan.finite), key="chat", echo=False, generator=generator, nan=nan)
+
+
+class NaNTexts:
+    """Whether the text just generated came from logits that were not finite (a run trained
+    to NaN: each such token is the argmax of a NaN row, as sure as any text), read from
+    ``finite`` (``continue_prompt`` appends one entry per input), and the one warning of
+    predict's and evaluate's (``say_nan``), said as each such input is found, so that an
+    interrupted file run says it too."""
+
+    def __init__(self, finite: list[bool], run_dir) -> None:
+        self.finite, self.run_dir = finite, run_dir
+
+    def said(self, label: str, inputs: int, *, json: bool) -> bool:
+        """True (and the warning said, of one more of ``inputs``) when the last input's
+        logits were not finite; with ``json`` its text is null, as predict --json's answer."""
+        from ..tasks.base import say_nan
+
+        if not self.finite or self.finite[-1]:
+            return False
+        say_nan(self.run_dir, 1, inputs, label, "their text is null" if json else
+                "their text is the argmax of NaN scores, not the model's")
+        return True
 
 
 def _note_init_defaults(run_dir, cfg, args) -> None:
@@ -325,19 +355,24 @@ def input_generator(seed: int | None):
 
 
 def print_outputs(args, texts: list[str], labels: list[str], all_ids: Iterable[list[int]],
-                  produce, *, key: str = "prompt", echo: bool = True, generator=None) -> None:
+                  produce, *, key: str = "prompt", echo: bool = True, generator=None,
+                  nan: NaNTexts | None = None) -> None:
     """Print what ``produce(ids, write, label)`` generates after each input's ``ids``: one
     input streamed (after the input itself when ``echo``), else one line per input (escaped,
     or with --json an object of the input under ``key`` and the generated ``"text"``:
     ``json_line``). ``generator`` (``input_generator``'s, the one ``produce`` samples with)
     is seeded with --seed S + k - 1 (mod 2**32) before input number k, so that an input's sample does not
-    depend on the inputs before it: given alone with that seed, it is the same text."""
+    depend on the inputs before it: given alone with that seed, it is the same text. ``nan``
+    says which texts came from NaN logits (a run's), said once (``NaNTexts``); with --json
+    their text is null."""
     if args.input_file is None and not args.json:  # one input: stream it
         if echo:
             sys.stdout.write(texts[0])
         produce(next(iter(all_ids)), _write_now, labels[0])
         sys.stdout.write("\n")
         sys.stdout.flush()
+        if nan is not None:
+            nan.said(labels[0], 1, json=False)
         return
     from ..notes import said_once
 
@@ -346,6 +381,8 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: Iterable[l
             if generator is not None:  # within --seed's range, where a seed reaches past its end
                 generator.manual_seed((args.seed + k) % SEEDS)
             out = produce(ids, None, label)
+            if nan is not None and nan.said(label, len(texts), json=args.json) and args.json:
+                out = None  # null, as predict --json answers an input of NaN outputs
             print(json_line({key: text, "text": out}) if args.json
                   else escape(text + out if echo else out), flush=True)
 

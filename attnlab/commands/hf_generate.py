@@ -147,12 +147,13 @@ def _encode(tokenizer, prompt: str) -> list[int]:
 
 
 def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *,
-          write=None, label: str = "--prompt", source: str | None = None) -> str:
+          write=None, label: str = "--prompt", source: str | None = None,
+          finite: list[bool] | None = None) -> str:
     """The text generated after ``ids`` up to --max-new-tokens tokens, any id of ``stops``
     (not printed) or a --stop string (cut before it); each printable piece is passed to
     ``write`` as it comes. Past the model's positions the window slides, as for a run: the
     one loop of ``continue_prompt``, with the checkpoint's stop ids (``source``: the
-    checkpoint, None for a run)."""
+    checkpoint, None for a run); ``finite`` as ``continue_prompt`` takes it."""
     from ..tasks.lm.continuation import AfterPrompt, continue_prompt
 
     if args.chat is None:  # the text goes on from the prompt printed before it
@@ -160,4 +161,4 @@ def reply(model, tokenizer, ids: list[int], stops: list[int], args, generator, *
     return continue_prompt(model, tokenizer, ids, args.max_new_tokens, greedy=args.greedy,
                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            generator=generator, stops=args.stop, write=write, label=label,
-                           stop_ids=stops, source=source)
+                           stop_ids=stops, source=source, finite=finite)

@@ -75,10 +75,9 @@ def run(args) -> int:
     if len(args.texts) > CHUNK:  # a bad line of a later chunk refused before the model loads
         check_each(args.texts, labels, runtime.input_reader(task, run_dir, cfg))
 
-    def translations(texts, named):
-        return runtime.translation_results(runtime.translate(
-            task, run_dir, cfg, texts, num_beams=args.beam, length_penalty=args.length_penalty,
-            quantize=args.quantize, labels=named))
+    def translations(texts, named):  # predict's rule: no answer where the outputs are NaN
+        return runtime.predict_many(task, run_dir, cfg, texts, named, num_beams=args.beam,
+                                    length_penalty=args.length_penalty, quantize=args.quantize)
 
     with weights_from(run_dir, cfg, args.checkpoint, say=True), loaded_once(), \
             said_once(len(args.texts)):

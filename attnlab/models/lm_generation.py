@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from ..generation import decode_stream, selector, stop_ids
 from ..nn import KVCache, TransformerEncoder
-from ..step_protocol import check_token_ids
+from ..step_protocol import FiniteWatch, check_token_ids
 
 __all__ = ["left_align", "prepare", "selector", "LMStep", "stream_tokens", "stream_sliding",
            "uncached_steps", "cached_steps", "CausalModel"]
@@ -196,23 +196,32 @@ def stream_tokens(model: CausalModel, input_ids: Tensor, max_new_tokens: int,
                   temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
                   eos_token_id: int | list[int] | None = None, use_cache: bool = True,
                   pad_token_id: int | None = None,
-                  generator: torch.Generator | None = None) -> Iterator[Tensor]:
+                  generator: torch.Generator | None = None,
+                  finite: list[bool] | None = None) -> Iterator[Tensor]:
     """Each step's new tokens (B, 1) after prompts that ``prepare`` has checked and aligned:
-    ``attnlab.generation.decode_stream`` over an ``LMStep``, in eval mode."""
+    ``attnlab.generation.decode_stream`` over an ``LMStep``, in eval mode. ``finite``, when
+    given, gets per row whether the logits of every step it took were finite (``FiniteWatch``),
+    once the stream ends or is closed (past ``max_len``, ``stream_sliding`` adds a row's
+    entries once per window)."""
     selector(do_sample, temperature, top_k, top_p, None)  # bad options fail even for n = 0
     if max_new_tokens == 0:
         return
     _, pad = _stops_and_pad(eos_token_id, pad_token_id)
     was_training = model.training
     model.eval()  # dropout has no place in generation
+    watch = None
     try:
         step = LMStep(model, attention_mask, input_ids.shape[1] + max_new_tokens, use_cache)
+        if finite is not None:
+            step = watch = FiniteWatch(step, input_ids.shape[0], input_ids.device)
         yield from decode_stream(step, input_ids, max_new_tokens, do_sample=do_sample,
                                  temperature=temperature, top_k=top_k, top_p=top_p,
                                  eos_token_id=eos_token_id, pad_token_id=pad,
                                  generator=generator)
     finally:
         model.train(was_training)
+        if watch is not None:
+            finite += watch.finite()
 
 
 # Generators of next-token logits (B, V), sent the chosen tokens (B, 1): an LMStep driven by

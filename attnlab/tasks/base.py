@@ -735,6 +735,27 @@ def without_nan_answers(results: list[dict[str, Any]], labels: list[str],
     return results
 
 
+def quantized_run(model, kind: str | None, run_dir: Path):
+    """``model`` (a run's, just loaded) on int8 weights with ``kind`` set (``quantized``), after
+    checking its weights are finite: int8 rounding of a NaN or inf weight has no range, and
+    torch's kernels stopped with a traceback ("min should be less than or equal to max").
+
+    Raises:
+        UsageError: naming ``--quantize`` and ``run_dir`` when a weight is not finite.
+    """
+    import torch
+
+    from ..nn.quantize import quantized
+
+    if kind is not None:
+        bad = [p for p in model.parameters() if not bool(torch.isfinite(p).all())]
+        if bad:
+            held = "NaN" if any(bool(torch.isnan(p).any()) for p in bad) else "inf"
+            raise UsageError(f"--quantize {kind}: {run_dir}'s weights hold {held} (a run "
+                             f"trained to NaN); run without --quantize")
+    return quantized(model, kind)
+
+
 def say_nan(run_dir: Path, count: int, inputs: int, first: str, then: str) -> None:
     """The one warning that ``run_dir``'s outputs are NaN for ``count`` of ``inputs`` inputs,
     ``first`` named, and ``then`` what became of their answers (``say``: once per command)."""

@@ -1037,8 +1037,10 @@ def finish(cfg: RunSettings, run_dir: Path, model: torch.nn.Module, metrics: dic
 
 
 def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
-    """The run's numbers for people: counts whole, scores to 4 decimals, and a number below
-    0.001 to 4 significant digits (a regression's test_mse of 1.6e-07 in years is no 0.0000).
+    """The run's numbers for people: counts whole, scores to 4 decimals, a number below
+    0.001 to 4 significant digits (a regression's test_mse of 1.6e-07 in years is no 0.0000),
+    and one that is not finite as ``null``, as metrics.json writes it (a val_perplexity past
+    the largest float printed ``inf`` above the note saying it is null).
     """
     numbers = {k: v for k, v in metrics.items()  # (compile, true or false, is no number)
                if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -1048,7 +1050,8 @@ def print_summary(task: str, run_dir: Path, metrics: dict[str, float]) -> None:
         print()
     print(f"{task} run: {run_dir}")
     for key, value in numbers.items():
-        text = (f"{value:,.0f}" if key in ("steps", "parameters", "best_step")
+        text = ("null" if not math.isfinite(value)
+                else f"{value:,.0f}" if key in ("steps", "parameters", "best_step")
                 else f"{value:.4g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}")
         print(f"  {key:<{width}}  {text}")
     sys.stdout.flush()

@@ -391,3 +391,33 @@ def test_only_the_built_in_numbers_refuse_digits_outside_their_range():
     big = "99999999999999999999999"
     assert spell_digits(get_task("translate").config(data="pairs.csv"), [big]) == [big]
     assert spell_digits(get_task("translate").config(dataset="dates"), [big]) == [big]
+
+
+def test_a_nan_row_of_a_batch_is_not_noted_as_cut_short():
+    """A batch with one text of NaN outputs (answered null) noted that text's translation as
+    "may be cut short", a translation never printed."""
+    from types import SimpleNamespace
+
+    from attnlab.tasks.translate.scoring import translate_texts
+
+    class Tok:  # each text's ids: its length, once per character
+        src = SimpleNamespace(pad_id=0)
+
+        def encode_sources(self, texts):
+            return [[len(t)] * len(t) for t in texts]
+
+        def decode(self, ids):
+            return "w" * len(ids)
+
+    class NoEnd:  # never writes its end token; a source of 3s gives NaN logits
+        eos_id = 2
+
+        def generate(self, src, max_new_tokens, *, num_beams, length_penalty, finite):
+            finite += [bool(row[0] != 3) for row in src]
+            return torch.full((len(src), max_new_tokens + 1), 5)
+
+    unfinished, finite = [], []
+    out = translate_texts(NoEnd(), Tok(), ["ab", "abc"], max_new_tokens=4,
+                          unfinished=unfinished, finite=finite)
+    assert out == ["wwww", "wwww"] and finite == [True, False]
+    assert unfinished == [0]

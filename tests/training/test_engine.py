@@ -1,5 +1,6 @@
 """Engine pieces that do not need a full run: early stopping at a target, the CSV log; and the
 step's behaviours on small runs: the stop condition, the clipping of the gradients."""
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -344,3 +345,15 @@ def test_the_summary_shows_a_small_number_not_zero(capsys):
     lines = dict(line.split() for line in rest)
     assert lines == {"test_mse": "1.55e-07", "test_r2": "0.9955", "test_loss": "0.0000",
                      "steps": "1,500"}
+
+
+def test_the_summary_prints_a_number_that_is_not_finite_as_null(capsys):
+    """A diverged lm run's summary printed "val_perplexity  inf" right above the note saying
+    val_perplexity is null (metrics.json's value)."""
+    from attnlab.training.engine import print_summary
+
+    print_summary("lm", "runs/diverged", {"val_loss": 800.0, "val_perplexity": math.inf,
+                                          "test_loss": math.nan, "steps": 5})
+    _, *rest = capsys.readouterr().out.splitlines()
+    assert dict(line.split() for line in rest) == {
+        "val_loss": "800.0000", "val_perplexity": "null", "test_loss": "null", "steps": "5"}

@@ -231,7 +231,8 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
                     top_k: int | None = None, top_p: float | None = None,
                     generator: torch.Generator | None = None, stops: list[str] | None = None,
                     write: Callable[[str], None] | None = None, label: str = "--prompt",
-                    stop_ids: list[int] | None = None, source: str | None = None) -> str:
+                    stop_ids: list[int] | None = None, source: str | None = None,
+                    finite: list[bool] | None = None) -> str:
     """The text a ``CausalLM`` generates after the prompt ``ids``, up to ``max_new_tokens``
     tokens, a stop id or a stop string (cut before it); each piece is passed to ``write`` as
     soon as it is printable. A prompt longer than the model reads is cut to its end, said on
@@ -243,13 +244,17 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
             template's end-of-turn (``attnlab generate DIR``); default ``text_stops``: the
             tokenizer's EOS, and those of the checkpoint a run from ``--init`` was made from.
         source: the Hugging Face directory or GGUF file the model is (``note_cut``).
+        finite: when given, gets whether the logits of every step were finite (one entry: a
+            model trained to NaN writes the argmax of NaN rows, as sure as any text).
     """
     note_cut(len(ids), model.max_len, label, source)
+    steps_finite: list[bool] = []  # one entry per window the stream read
     ends = text_stops(tokenizer) if stop_ids is None else stop_ids
     stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=not greedy,
                           temperature=temperature, top_k=top_k, top_p=top_p,
                           eos_token_id=ends or None, generator=generator,
-                          slide=True)  # past the context length: keep its last half
+                          slide=True,  # past the context length: keep its last half
+                          **({} if finite is None else {"finite": steps_finite}))
     # a stop string may begin in the prompt, after which the text is printed
     out, pieces = StopStreamer(tokenizer, stops or [], before=prompt_end(tokenizer, ids, stops)), []
     try:
@@ -266,6 +271,9 @@ def continue_prompt(model, tokenizer, ids: list[int], max_new_tokens: int, *,
         if write is not None:
             write(out.flush())
         raise
+    stream.close()  # its watch has read every step taken (``steps_finite``)
+    if finite is not None:
+        finite.append(all(steps_finite))
     pieces.append(out.flush())
     if write is not None:
         write(pieces[-1])

@@ -326,24 +326,30 @@ def example_batches(examples: list[Example], batch_size: int, steps: int, seed: 
 
 
 @torch.no_grad()
-def assistant_loss(model, batches) -> float:
+def assistant_loss(model, batches, finite: list[bool] | None = None) -> float:
     """The mean cross-entropy (nats) over every assistant token of ``batches`` (each token
-    weighted equally, however the batches are cut): the run's ``val_loss``."""
+    weighted equally, however the batches are cut): the run's ``val_loss``. ``finite``, when
+    given, gets whether each example's loss is finite, in order (a run trained to NaN)."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
     for inputs, targets in batches:
         logits = model(inputs)  # (B, T, V)
-        total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(),
-                                       ignore_index=IGNORE, reduction="sum"))
+        losses = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE,
+                                 reduction="none")  # (B * T,), 0 where ignored
+        total += float(losses.sum())
         count += int((targets != IGNORE).sum())
+        if finite is not None:
+            finite += losses.view(targets.shape).sum(1).isfinite().tolist()  # (B,)
     model.train(was_training)
     return total / count
 
 
-def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
+def evaluate_loss(cfg, model, tokenizer, data: str | None,
+                  finite: list[bool] | None = None) -> float:
     """``attnlab evaluate`` of an instruction run: the held-out rows of its --data (the file
-    checked against config.yaml's digest), or every row of another rows file ``data``."""
+    checked against config.yaml's digest), or every row of another rows file ``data``;
+    ``finite`` as ``assistant_loss``'s."""
     if data is None:
         check_data_files({"data": cfg.data}, cfg.data_sha256, purpose="evaluate")
         rows = read_rows(cfg.data, new=False)  # the rows it was trained on, as read then
@@ -353,7 +359,7 @@ def evaluate_loss(cfg, model, tokenizer, data: str | None) -> float:
         rows = read_rows(data, what="--data", new=False)
         which = list(range(len(rows.conversations)))
     examples = encode_rows(cfg, tokenizer, rows, which, say=True, measured=True, training=False)
-    return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer))
+    return assistant_loss(model, batched(examples, cfg.batch_size, tokenizer), finite)
 
 
 class ChatSession:
@@ -371,28 +377,26 @@ class ChatSession:
     def ids(self, message: str, system: str | None = None) -> list[int]:
         return chat_ids(self.theirs, conversation(message, system), self.run_dir)
 
-    def reply(self, model, tokenizer, ids: list[int], max_new_tokens: int, *, label: str) -> str:
-        """The greedy reply after ``ids``: up to ``max_new_tokens`` tokens, cut at a stop id."""
-        from .continuation import StopStreamer, note_cut
+    def reply(self, model, tokenizer, ids: list[int], max_new_tokens: int, *, label: str,
+              finite: list[bool] | None = None) -> str:
+        """The greedy reply after ``ids``: up to ``max_new_tokens`` tokens, cut at a stop id;
+        ``finite``, when given, gets whether the logits of every step were finite (a run
+        trained to NaN replies with the argmax of NaN rows: ``continue_prompt``)."""
+        from .continuation import continue_prompt
 
-        note_cut(len(ids), model.max_len, label)
-        stream = model.stream(torch.tensor([ids]), max_new_tokens, do_sample=False,
-                              eos_token_id=self.stops, slide=True)
-        text, pieces = StopStreamer(tokenizer, []), []
-        for token in stream:
-            if int(token[0, 0]) in self.stops:
-                break
-            pieces.append(text.add(int(token[0, 0])))
-        return "".join(pieces) + text.flush()
+        return continue_prompt(model, tokenizer, ids, max_new_tokens, greedy=True,
+                               stop_ids=self.stops, label=label, finite=finite)
 
 
 def chat_predictions(model, tokenizer, run_dir: Path, texts: list[str], labels: list[str],
                      n: int) -> list[dict[str, Any]]:
     """``predict`` on a run trained on chat rows: each text answered as the user's message."""
-    from ..base import each_input
+    from ..base import FINITE, each_input
     from .continuation import prediction_of
 
     session = ChatSession(tokenizer, run_dir)
     all_ids = each_input(texts, labels, session.ids)
-    return [prediction_of(session.reply(model, tokenizer, ids, n, label=label))
+    finite: list[bool] = []  # a run trained to NaN: no answer (``predicts``), one warning
+    return [{**prediction_of(session.reply(model, tokenizer, ids, n, label=label,
+                                           finite=finite)), FINITE: finite[-1]}
             for ids, label in zip(all_ids, labels)]

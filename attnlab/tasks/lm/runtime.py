@@ -41,15 +41,14 @@ from ...interop.saved import load_any_tokenizer
 from ...interop.source import reread_init_source
 from ...models import CausalLM
 from ...models.configs import CausalLMConfig
-from ...nn.quantize import quantized
 from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights, pin_data_files
 from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
-from ..base import (Numbered, attends, config_from_run, each_input, input_name, loads, predicts,
-                    rng_kept, without_nan_metrics)
+from ..base import (FINITE, Numbered, attends, config_from_run, each_input, input_name, loads,
+                    predicts, quantized_run, rng_kept, without_nan_metrics)
 from .checks import check_corpus
 
 __all__ = ["model_config_of", "build_model", "lm_metrics", "random_windows", "corpus_dir",
@@ -142,9 +141,27 @@ def _tail(windows) -> tuple[torch.Tensor, torch.Tensor, int] | None:
     return window[None, :-1], window[None, 1:], rest
 
 
+# the largest loss (nats) whose exp a float holds, about 709.78: past it exp overflows
+MAX_EXP_LOSS = math.log(sys.float_info.max)
+
+
 def loss_metrics(loss: float) -> dict[str, float]:
-    """``val_loss`` and ``val_perplexity`` = exp(val_loss) of a mean cross-entropy (nats)."""
-    return {"val_loss": loss, "val_perplexity": math.exp(min(loss, 700.0))}  # exp(>709) overflows
+    """``val_loss`` and ``val_perplexity`` = exp(val_loss) of a mean cross-entropy (nats). Past
+    ``MAX_EXP_LOSS`` (a diverged run) the perplexity is no float: infinite, which metrics.json
+    and evaluate write null, with a note saying why (it was exp(700), a number as if measured).
+
+    Examples:
+        >>> loss_metrics(2.0)["val_perplexity"] == math.exp(2.0)
+        True
+        >>> loss_metrics(24746.3)["val_perplexity"]
+        inf
+    """
+    if loss > MAX_EXP_LOSS and math.isfinite(loss):
+        print(f"note: val_perplexity is null: exp(val_loss), val_loss {loss:.6g} nats, is past "
+              f"the largest float (val_loss above {MAX_EXP_LOSS:.2f}): the model diverged",
+              file=sys.stderr, flush=True)
+        return {"val_loss": loss, "val_perplexity": math.inf}
+    return {"val_loss": loss, "val_perplexity": math.exp(loss)}
 
 
 def random_windows(windows, batch_size: int, steps: int, seed: int):
@@ -286,7 +303,9 @@ def fine_tune(task, cfg: RunSettings, run_dir: Path, rows) -> dict[str, float]:
                  tokenizer=tokenizer)
     metrics = {}
     if result.is_global_zero:  # the saved weights, in float32 (as evaluate loads them)
-        metrics = loss_metrics(assistant_loss(model, val_batches))
+        metrics = _without_nan(lambda finite: loss_metrics(assistant_loss(
+            model, val_batches, finite)), f"--data {cfg.data}, held out", run_dir,
+            unit="conversation")
         figures(cfg, run_dir, result.steps, max_steps)
     return finish(cfg, run_dir, model, metrics, result, tokenizer=tokenizer)
 
@@ -360,7 +379,8 @@ def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
     ``quantize="int8"``, its linear layers on int8 weights (``attnlab.nn.quantize``)."""
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
-    return quantized(model.eval(), quantize), load_any_tokenizer(Path(run_dir) / "tokenizer.json")
+    tokenizer = load_any_tokenizer(Path(run_dir) / "tokenizer.json")
+    return quantized_run(model.eval(), quantize, run_dir), tokenizer
 
 
 def encode_prompt(task, tokenizer, text: str, *, what: str = "--prompt") -> list[int]:
@@ -467,7 +487,9 @@ def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str], labels
         return chat_predictions(model, tokenizer, Path(run_dir), texts, labels, n)
     prompts = each_input(texts, labels, _prompt_reader(task, tokenizer))
     note_unknown(tokenizer, texts, labels)
-    return [prediction_of(continue_prompt(model, tokenizer, ids, n, label=label))
+    finite: list[bool] = []  # a run trained to NaN: no answer (``predicts``), one warning
+    return [{**prediction_of(continue_prompt(model, tokenizer, ids, n, label=label,
+                                             finite=finite)), FINITE: finite[-1]}
             for ids, label in zip(prompts, labels)]
 
 
@@ -480,7 +502,9 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     if cfg.instruction and (data is None or is_rows_file(data)):
         from .instruct import evaluate_loss
 
-        return loss_metrics(evaluate_loss(cfg, model, tokenizer, data))
+        where = f"--data {cfg.data}, held out" if data is None else f"--data {data}"
+        return _without_nan(lambda finite: loss_metrics(evaluate_loss(
+            cfg, model, tokenizer, data, finite)), where, run_dir, unit="conversation")
     if data is not None:
         return _file_metrics(model, tokenizer, Path(data), cfg, run_dir)
     cfg = cfg.derive(data_dir=str(trained_corpus(cfg, run_dir)))
@@ -507,16 +531,17 @@ def _split_metrics(model, cfg: RunSettings, run_dir: Path) -> dict[str, float]:
                         "the validation split", run_dir)
 
 
-def _without_nan(measure, what: str, run_dir: Path | None) -> dict[str, float]:
-    """``measure(finite)``'s metrics, null where a window's loss is not finite (a run trained
-    to NaN), with one warning naming how many and the first (``without_nan_metrics``, the
-    rule every task's evaluate keeps); of a model of no run (``run_dir`` None), as
-    measured."""
+def _without_nan(measure, what: str, run_dir: Path | None, unit: str = "window"
+                 ) -> dict[str, float]:
+    """``measure(finite)``'s metrics, null where the loss of a ``unit`` (a window, an
+    instruction run's conversation) is not finite (a run trained to NaN), with one warning
+    naming how many and the first (``without_nan_metrics``, the rule every task's evaluate
+    keeps); of a model of no run (``run_dir`` None), as measured."""
     if run_dir is None:
         return measure(None)
     finite: list[bool] = []
     metrics = measure(finite)
-    names = Numbered(lambda i: f"window {i + 1} of {what}", len(finite))
+    names = Numbered(lambda i: f"{unit} {i + 1} of {what}", len(finite))
     return without_nan_metrics(metrics, finite, names, run_dir)
 
 

@@ -34,15 +34,14 @@ from ...models import Seq2SeqTransformer
 from ...models.configs import Seq2SeqConfig
 from ...models.rnn_seq2seq import RNNSeq2Seq
 from ...notes import progress, said_once, say
-from ...nn.quantize import quantized
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...settings import check_argument, epoch_steps
 from ...tokenizers import note_pieces
 from ...viz import plot_attention, plot_by_length
 from ...explorer.record import fit_weights_text
-from ..base import (attends, config_from_run, input_name, input_texts, loads, null_scores,
-                    predicts, rng_kept)
+from ..base import (FINITE, attends, config_from_run, input_name, input_texts, loads,
+                    null_scores, predicts, quantized_run, rng_kept)
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, pair_chunks, resolve_tokenizer, see_sources, spell_digits,
                    trained_sources)
@@ -367,7 +366,8 @@ def run(task, cfg: RunSettings, run_dir: Path,
     model.eval()
     metrics = {}
     if result.is_global_zero:  # other DDP ranks write nothing: no need to test there
-        metrics, _ = compute_test_metrics(model, tok, test, cfg)
+        # with run_dir, evaluate's rule: null scores and one warning where outputs are NaN
+        metrics, _ = compute_test_metrics(model, tok, test, cfg, run_dir=run_dir)
         if not (isinstance(model, RNNSeq2Seq) and model.attention is None):  # rnn: none to draw
             _cross_attention_figure(model, tok, test[0][0], cfg,  # the test's first source
                                     run_dir / "cross_attention.png",
@@ -384,7 +384,7 @@ def load(task, run_dir: Path, cfg: RunSettings, *, quantize: str | None = None):
                                      strip_sources=cfg.sources_stripped)
     model = build_model(cfg)
     load_weights(model, Path(run_dir) / "model.safetensors")
-    return quantized(model.eval(), quantize), tok
+    return quantized_run(model.eval(), quantize, run_dir), tok
 
 
 def check_greedy_penalty(cfg: RunSettings, num_beams: int | None,
@@ -406,7 +406,8 @@ def check_greedy_penalty(cfg: RunSettings, num_beams: int | None,
 
 def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
               num_beams: int | None = None, length_penalty: float | None = None,
-              quantize: str | None = None, labels: list[str] | None = None) -> list[str]:
+              quantize: str | None = None, labels: list[str] | None = None,
+              finite: list[bool] | None = None) -> list[str]:
     """Translations of ``texts`` (the run's ``beam`` and ``length_penalty`` unless given);
     with the built-in numbers, digits are spelled out first; ``quantize="int8"``: by the int8
     model, one text at a time (its linear layers round each call's input to 8 bits by the
@@ -415,7 +416,8 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
     ``TypeError``, not a translation of each of its characters; ``num_beams`` and
     ``length_penalty`` given are checked as ``--beam`` and ``--length-penalty`` are (a
     ``ValueError`` naming them: ``num_beams=0`` translated with the run's beams, in silence),
-    ``length_penalty`` for greedy decoding refused too (``check_greedy_penalty``)."""
+    ``length_penalty`` for greedy decoding refused too (``check_greedy_penalty``);
+    ``finite``, when given, gets whether each text's outputs were finite (``translate_texts``)."""
     for name, key, value in (("num_beams", "beam", num_beams),
                              ("length_penalty", "length_penalty", length_penalty)):
         if value is not None:  # not given: the run's own
@@ -429,7 +431,7 @@ def translate(task, run_dir: Path, cfg: RunSettings, texts: list[str], *,
                             length_penalty=cfg.length_penalty if length_penalty is None
                             else length_penalty,
                             batch_size=1 if quantize else 500, labels=labels,
-                            unfinished=unfinished)
+                            unfinished=unfinished, finite=finite)
     # after the texts were accepted: a refusal stays the one line said
     names = labels or [f"text number {n}" for n in range(1, len(texts) + 1)]
     tok.note_unknown(texts, names)
@@ -456,10 +458,15 @@ def input_reader(task, run_dir: Path, cfg: RunSettings):
 
 @predicts
 def predict_many(task, run_dir: Path, cfg: RunSettings, texts: list[str],
-                 labels: list[str]) -> list[dict[str, Any]]:
-    """Every text's translation (``translate``: the model loaded once, the texts batched), as
-    ``translation_results`` gives it."""
-    return translation_results(translate(task, run_dir, cfg, texts, labels=labels))
+                 labels: list[str], **options) -> list[dict[str, Any]]:
+    """Every text's translation (``translate``, with its ``options``: the model loaded once,
+    the texts batched), as ``translation_results`` gives it, with whether its outputs were
+    finite (``FINITE``): a run trained to NaN writes the argmax of NaN rows, which ``predicts``
+    turns into no answer and one warning, as every task's ``predict`` does."""
+    finite: list[bool] = []
+    found = translate(task, run_dir, cfg, texts, labels=labels, finite=finite, **options)
+    return [{**result, FINITE: ok} for result, ok in zip(translation_results(found), finite,
+                                                         strict=True)]
 
 
 def translation_results(translations: list[str]) -> list[dict[str, str]]:

@@ -66,15 +66,16 @@ def translate_texts(model, tok: TranslationTokenizers, texts: list[str], *, max_
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         src = pad([ids[i] for i in chunk], tok.src.pad_id).to(device)  # (B, S)
-        rows_finite: list[bool] | None = [] if finite is not None else None
+        # a NaN row is not "cut short": it has no translation to cut (it is answered null)
+        watched = finite is not None or unfinished is not None
+        rows_finite: list[bool] | None = [] if watched else None
         generated = model.generate(src, max_new_tokens, num_beams=num_beams,
                                    length_penalty=length_penalty, finite=rows_finite)
-        for i, row in zip(chunk, generated.tolist()):
+        for i, row, good in zip(chunk, generated.tolist(), rows_finite or [True] * len(chunk)):
             out[i] = tok.decode(row[1:])  # after SOS; decode drops EOS and padding
-            if unfinished is not None and model.eos_id not in row[1:]:
-                unfinished.append(i)
-        for i, good in zip(chunk, rows_finite or ()):
             ok[i] = good
+            if unfinished is not None and good and model.eos_id not in row[1:]:
+                unfinished.append(i)
     if finite is not None:
         finite += ok
     return out
