@@ -146,9 +146,10 @@ def inputs(args) -> tuple[list[str], list[str]]:
     """(the prompts or chat messages, their labels): --prompt's or --chat's one text, or the
     lines of --input-file."""
     if args.chat is None:
-        return one_or_file(args.prompt, "--prompt", args.input_file, args.input_column)
+        return one_or_file(args.prompt, "--prompt", args.input_file, args.input_column,
+                           command="generate")
     return one_or_file(None if args.chat is CHAT_LINES else args.chat, "--chat", args.input_file,
-                       args.input_column)
+                       args.input_column, command="generate")
 
 
 def unescape(text: str, flag: str = "--stop") -> str:

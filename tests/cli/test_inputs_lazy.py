@@ -1,0 +1,89 @@
+"""`predict`, `generate` and `translate --input-file BIG` hold a chunk of its lines at a time,
+not the file: every line is read and checked first (a bad line named before any answer), then
+each chunk is read again as it is answered. A file changed in between is refused, naming it,
+never answered as lines no one checked; standard input and a pipe are read once (copied)."""
+from __future__ import annotations
+
+import io
+import os
+import sys
+import threading
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.commands.inputs import read_inputs, write_in_chunks
+from attnlab.data.tables import CHUNK_ROWS
+from attnlab.errors import UsageError
+
+# two chunks and a bit; "\r\n" endings, a byte-order mark and no final newline, as editors write
+MANY = [f"{k % 10} {k % 7} {k % 3}" for k in range(2 * CHUNK_ROWS + 5)]
+DATA = ("\ufeff" + "\r\n".join(MANY)).encode()
+
+
+def test_every_line_read_and_a_chunk_held(tmp_path):
+    path = tmp_path / "big.txt"
+    path.write_bytes(DATA)
+    lines, labels = read_inputs(str(path))
+    assert len(lines) == len(labels) == len(MANY)
+    assert list(lines) == MANY
+    assert lines[CHUNK_ROWS - 2:CHUNK_ROWS + 2] == MANY[CHUNK_ROWS - 2:CHUNK_ROWS + 2]
+    assert (lines[0], lines[-1]) == (MANY[0], MANY[-1])
+    assert lines.held <= CHUNK_ROWS  # not the 16,389 lines of the file
+
+
+def test_standard_input_read_once(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DATA)))
+    lines, _ = read_inputs("-")
+    assert list(lines) == MANY and lines[::-1][:2] == MANY[::-1][:2]
+    assert lines.held <= CHUNK_ROWS
+
+
+def test_a_file_changed_after_its_check_is_refused(tmp_path, capsys):
+    """A line of the last chunk rewritten (same length) after the first pass checked it: the
+    answers of the chunks before stand, and the error says the file changed and what the output
+    holds."""
+    path = tmp_path / "big.txt"
+    path.write_bytes(DATA)
+    lines, labels = read_inputs(str(path), command="translate")
+    with open(path, "r+b") as f:
+        f.seek(len(DATA) - 20)
+        f.write(b"x")
+    with pytest.raises(UsageError) as caught:
+        write_in_chunks(lines, labels, lambda part, named: [{"prediction": t} for t in part],
+                        as_json=False, command="translate")
+    assert str(caught.value).startswith(
+        f"--input-file {path} changed while translate read it (its SHA-256 differs between its "
+        f"two readings)")
+    assert f"the output holds the answers to the first {2 * CHUNK_ROWS:,} of" in str(caught.value)
+    assert capsys.readouterr().out.splitlines() == MANY[:2 * CHUNK_ROWS]
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"1 2\n" * CHUNK_ROWS + b"3\n \n" + b"\xff\n", " line {n}: not UTF-8 text"),  # as before
+    (b"1 2\n" * (2 * CHUNK_ROWS) + b"\t\n1\n", " line {m} is empty; give one input per line"),
+    (b"\xef\xbb\xbf", ": no inputs (the file is empty)"),
+])
+def test_a_bad_line_past_the_first_chunk_is_named(tmp_path, content, said):
+    path = tmp_path / "big.txt"
+    path.write_bytes(content)
+    with pytest.raises(UsageError) as caught:
+        read_inputs(str(path))
+    assert str(caught.value) == f"--input-file {path}" + said.format(
+        n=CHUNK_ROWS + 3, m=2 * CHUNK_ROWS + 1)
+
+
+@pytest.mark.slow
+def test_a_pipe_is_read_as_its_file(reverse_run, tmp_path, capsys):
+    """`predict RUN --input-file <(zcat big.gz)`: a pipe, read once, answered as the file."""
+    path, fifo = tmp_path / "big.txt", tmp_path / "pipe"
+    path.write_bytes(DATA)
+    os.mkfifo(fifo)
+    assert main(["predict", str(reverse_run), "--input-file", str(path)]) == 0
+    from_file = capsys.readouterr().out
+    writer = threading.Thread(target=fifo.write_bytes, args=(DATA,))
+    writer.start()
+    assert main(["predict", str(reverse_run), "--input-file", str(fifo)]) == 0
+    writer.join()
+    assert capsys.readouterr().out == from_file
+    assert len(from_file.splitlines()) == len(MANY)
