@@ -8,11 +8,13 @@ import io
 import os
 import sys
 import threading
+from types import SimpleNamespace
 
 import pytest
 
 from attnlab.cli import main
-from attnlab.commands.inputs import read_inputs, write_in_chunks
+from attnlab.commands.generate import print_outputs
+from attnlab.commands.inputs import checked_ids, read_inputs, write_in_chunks
 from attnlab.data.tables import CHUNK_ROWS
 from attnlab.errors import UsageError
 
@@ -54,8 +56,30 @@ def test_a_file_changed_after_its_check_is_refused(tmp_path, capsys):
                         as_json=False, command="translate")
     assert str(caught.value).startswith(
         f"--input-file {path} changed while translate read it (its SHA-256 differs between its "
-        f"two readings)")
+        f"readings)")
     assert f"the output holds the answers to the first {2 * CHUNK_ROWS:,} of" in str(caught.value)
+    assert capsys.readouterr().out.splitlines() == MANY[:2 * CHUNK_ROWS]
+
+
+def test_generate_says_what_its_output_holds_when_the_file_changed(tmp_path, capsys):
+    """As translate's: `generate --input-file big.txt` whose last chunk is rewritten after
+    every prompt was checked prints the prompts before it, then names the file and says how many
+    of the outputs were written (it said only that the file changed)."""
+    path = tmp_path / "big.txt"
+    path.write_bytes(DATA)
+    lines, labels = read_inputs(str(path), command="generate")
+    all_ids = checked_ids(lines, labels, lambda text: [len(text)])  # every prompt checked
+    with open(path, "r+b") as f:
+        f.seek(len(DATA) - 20)
+        f.write(b"x")
+    args = SimpleNamespace(input_file=str(path), json=False, seed=None)
+    with pytest.raises(UsageError) as caught:
+        print_outputs(args, lines, labels, all_ids, lambda ids, write, label: "")
+    assert str(caught.value) == (
+        f"--input-file {path} changed while generate read it (its SHA-256 differs between its "
+        f"readings); generate it again once it is written; the output holds the answers to the "
+        f"first {2 * CHUNK_ROWS:,} of {len(MANY):,} inputs, each line whole, and none of the 5 "
+        f"after them")
     assert capsys.readouterr().out.splitlines() == MANY[:2 * CHUNK_ROWS]
 
 
