@@ -60,7 +60,8 @@ class InputLines(Sequence):
         chunk: lines per chunk.
 
     Raises:
-        UsageError: the file is empty, not UTF-8, a Parquet file, or a line is blank.
+        UsageError: the file is empty, not UTF-8, a Parquet file, or a line is blank; or it is
+            read once and its copy cannot be written (a full temporary directory).
 
     Examples:
         >>> import io
@@ -75,7 +76,10 @@ class InputLines(Sequence):
         self._starts: list[int] = []  # the byte offset of each chunk's first line
         self._digests: list = []  # the SHA-256 of each chunk's bytes
         self._held: tuple[int, list[str]] = (-1, [])  # (chunk number, its lines)
-        self._file = source if _rereadable(source) else tempfile.TemporaryFile()  # noqa: SIM115
+        try:
+            self._file = source if _rereadable(source) else tempfile.TemporaryFile()  # noqa: SIM115
+        except OSError as e:  # no temporary directory, or not writable
+            raise UsageError(_cannot_copy(where, path, e)) from None
         self.count = self._first_reading(source, where)
         self._digests = [d.hexdigest() for d in self._digests]
 
@@ -94,7 +98,10 @@ class InputLines(Sequence):
                 count += 1
                 head = head or raw[:4]
                 if copy is not None:
-                    copy.write(raw)
+                    try:
+                        copy.write(raw)
+                    except OSError as e:  # a full or size-limited temporary directory
+                        raise UsageError(_cannot_copy(where, self.path, e)) from None
                 try:
                     text = _line_text(raw, count == 1)
                 except UnicodeDecodeError:
@@ -106,7 +113,10 @@ class InputLines(Sequence):
         except OSError as e:  # EIO, ...
             raise UsageError(f"{where}: cannot read it ({e.strerror or e})") from None
         if copy is not None:
-            copy.flush()
+            try:
+                copy.flush()
+            except OSError as e:
+                raise UsageError(_cannot_copy(where, self.path, e)) from None
         self._end = offset
         if not count:
             raise UsageError(f"{where}: no inputs (the file is empty)")
@@ -165,6 +175,15 @@ class InputLines(Sequence):
             self._held = (k, [_line_text(raw, k == 0 and j == 0)
                               for j, raw in enumerate(io.BytesIO(data))])
         return self._held[1]
+
+
+def _cannot_copy(where: str, path: str, error: OSError) -> str:
+    """The message of a source read once (standard input, a pipe) that its copy, read again
+    chunk by chunk, could not be written to."""
+    what = "standard input" if path == "-" else "it"
+    return (f"{where}: cannot copy {what} to a temporary file in {tempfile.gettempdir()} "
+            f"({error.strerror or error}); free space there, or set TMPDIR to a directory "
+            f"with room for the input")
 
 
 def _rereadable(source) -> bool:

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import io
 import os
+import resource
+import signal
+import subprocess
 import sys
+import tempfile
 import threading
 from types import SimpleNamespace
 
@@ -111,3 +115,25 @@ def test_a_pipe_is_read_as_its_file(reverse_run, tmp_path, capsys):
     writer.join()
     assert capsys.readouterr().out == from_file
     assert len(from_file.splitlines()) == len(MANY)
+
+
+def _limit_files_to_64_kib() -> None:
+    """A temporary directory with 64 KiB free, as a full disk or a small /tmp: a write past it
+    fails with EFBIG (SIGXFSZ ignored, as it would otherwise end the process)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+@pytest.mark.slow
+def test_standard_input_too_big_for_the_temporary_directory_is_named(reverse_run):
+    """`... | predict RUN --input-file -` with too little room in $TMPDIR for its copy: one line,
+    exit 2, naming the temporary directory (it said "cannot read it" or "cannot write to
+    standard output", exit 1)."""
+    done = subprocess.run([sys.executable, "-m", "attnlab", "predict", str(reverse_run),
+                           "--input-file", "-"], input=DATA, capture_output=True,
+                          preexec_fn=_limit_files_to_64_kib, check=False)
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().splitlines() == [
+        f"attnlab: error: --input-file -: cannot copy standard input to a temporary file in "
+        f"{tempfile.gettempdir()} (File too large); free space there, or set TMPDIR to a "
+        f"directory with room for the input"]
