@@ -106,8 +106,8 @@ class InputLines(Sequence):
                     text = _line_text(raw, count == 1)
                 except UnicodeDecodeError:
                     raise UsageError(self._not_utf8(where, head, count)) from None
-                if count == 1 and not text and not raw.endswith(b"\n"):
-                    count = 0  # a byte-order mark alone: no line
+                if count == 1 and raw in (b"", b"\xef\xbb\xbf"):
+                    count = 0  # a byte-order mark alone: no line ("\r" alone is a blank one)
                 elif blank is None and not text.strip():
                     blank = count  # named once every line is known to be UTF-8, as before
         except OSError as e:  # EIO, ...
