@@ -68,6 +68,8 @@ class InputLines(Sequence):
         >>> lines = InputLines(io.BytesIO(b"one\\r\\ntwo\\nthree"), "--input-file -", "-", chunk=2)
         >>> len(lines), lines[2], lines[0:2], lines == ['one', 'two', 'three']
         (3, 'three', ['one', 'two'], True)
+        >>> lines.count('two'), lines.index('three'), lines == ('one', 'two', 'three')
+        (1, 2, False)
     """
 
     def __init__(self, source, where: str, path: str, *, command: str = "predict",
@@ -80,7 +82,7 @@ class InputLines(Sequence):
             self._file = source if _rereadable(source) else tempfile.TemporaryFile()  # noqa: SIM115
         except OSError as e:  # no temporary directory, or not writable
             raise UsageError(_cannot_copy(where, path, e)) from None
-        self.count = self._first_reading(source, where)
+        self._count = self._first_reading(source, where)
         self._digests = [d.hexdigest() for d in self._digests]
 
     def _first_reading(self, source, where: str) -> int:
@@ -131,12 +133,12 @@ class InputLines(Sequence):
         return f"{where} line {line}: not UTF-8 text"
 
     def __len__(self) -> int:
-        return self.count
+        return self._count
 
     def __eq__(self, other) -> bool:  # as the list of the lines, which read_inputs returned
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+        if not isinstance(other, list | InputLines):  # a tuple is not equal to a list either
             return NotImplemented
-        return len(other) == self.count and all(a == b for a, b in zip(self, other))
+        return len(other) == self._count and all(a == b for a, b in zip(self, other))
 
     __hash__ = None  # equal to a list, which has none
 
@@ -147,15 +149,15 @@ class InputLines(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            start, stop, step = i.indices(self.count)
+            start, stop, step = i.indices(self._count)
             if step != 1 or stop <= start:
                 return [self[j] for j in range(start, stop, step)]
             first, last = start // self.chunk, (stop - 1) // self.chunk
             lines = [line for k in range(first, last + 1) for line in self._lines_of(k)]
             return lines[start - first * self.chunk:stop - first * self.chunk]
-        if not -self.count <= i < self.count:
-            raise IndexError(f"input line {i} of {self.count}")
-        i %= self.count
+        if not -self._count <= i < self._count:
+            raise IndexError(f"input line {i} of {self._count}")
+        i %= self._count
         return self._lines_of(i // self.chunk)[i % self.chunk]
 
     def __iter__(self) -> Iterator[str]:
@@ -205,22 +207,23 @@ class LineLabels(Sequence):
         >>> labels = LineLabels("--input-file big.txt", 1_000_000)
         >>> len(labels), labels[0], labels[-1]
         (1000000, '--input-file big.txt line 1', '--input-file big.txt line 1000000')
-        >>> list(labels[8192:8194])
-        ['--input-file big.txt line 8193', '--input-file big.txt line 8194']
+        >>> list(labels[8192:8194]), labels[:3].count('--input-file big.txt line 2')
+        (['--input-file big.txt line 8193', '--input-file big.txt line 8194'], 1)
     """
 
     def __init__(self, where: str, count: int, first: int = 1) -> None:
-        self.where, self.count, self.first = where, count, first
+        # _count, not count: that is Sequence.count(value), which a list has too
+        self.where, self._count, self.first = where, count, first
 
     def __len__(self) -> int:
-        return self.count
+        return self._count
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            start, stop, step = i.indices(self.count)
+            start, stop, step = i.indices(self._count)
             if step != 1:
                 return [self[j] for j in range(start, stop, step)]
             return LineLabels(self.where, max(stop - start, 0), self.first + start)
-        if not -self.count <= i < self.count:
-            raise IndexError(f"line label {i} of {self.count}")
-        return f"{self.where} line {self.first + i % self.count}"
+        if not -self._count <= i < self._count:
+            raise IndexError(f"line label {i} of {self._count}")
+        return f"{self.where} line {self.first + i % self._count}"

@@ -38,6 +38,17 @@ def test_every_line_read_and_a_chunk_held(tmp_path):
     assert lines.held <= CHUNK_ROWS  # not the 16,389 lines of the file
 
 
+def test_the_lines_behave_as_the_list_they_replace(tmp_path):
+    """read_inputs returned a list: its count() and a tuple's inequality hold for the lines and
+    their labels too (an int attribute `count` hid the method)."""
+    path = tmp_path / "big.txt"
+    path.write_bytes(DATA)
+    lines, labels = read_inputs(str(path))
+    assert lines.count(MANY[7]) == MANY.count(MANY[7]) > 1
+    assert labels.count(f"--input-file {path} line 2") == 1
+    assert lines == MANY and lines != tuple(MANY) and MANY != tuple(MANY)
+
+
 def test_standard_input_read_once(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DATA)))
     lines, _ = read_inputs("-")
