@@ -22,7 +22,8 @@ from ..interop.source import LOAD_DTYPES
 from ..settings import (GenerationSettings, ModelRunSettings, add_flags, check_options,
                         seed_setting, setting)
 from .checkpoint import add_checkpoint_flag
-from .inputs import add_input_file_flags, check_utf8, checked_ids, json_line, one_or_file
+from .inputs import (add_input_file_flags, check_utf8, checked_ids, json_line, one_or_file,
+                     stop_said)
 from .quantize import add_quantize_flag, note_if_slower
 from .threads import use_threads
 
@@ -146,9 +147,10 @@ def inputs(args) -> tuple[list[str], list[str]]:
     """(the prompts or chat messages, their labels): --prompt's or --chat's one text, or the
     lines of --input-file."""
     if args.chat is None:
-        return one_or_file(args.prompt, "--prompt", args.input_file, args.input_column)
+        return one_or_file(args.prompt, "--prompt", args.input_file, args.input_column,
+                           command="generate")
     return one_or_file(None if args.chat is CHAT_LINES else args.chat, "--chat", args.input_file,
-                       args.input_column)
+                       args.input_column, command="generate")
 
 
 def unescape(text: str, flag: str = "--stop") -> str:
@@ -376,15 +378,21 @@ def print_outputs(args, texts: list[str], labels: list[str], all_ids: Iterable[l
         return
     from ..notes import said_once
 
+    rows = zip(texts, all_ids, labels)
     with said_once(len(texts)):  # a note of each kind (a prompt cut) once, of all the inputs
-        for k, (text, ids, label) in enumerate(zip(texts, all_ids, labels)):
-            if generator is not None:  # within --seed's range, where a seed reaches past its end
-                generator.manual_seed((args.seed + k) % SEEDS)
-            out = produce(ids, None, label)
-            if nan is not None and nan.said(label, len(texts), json=args.json) and args.json:
-                out = None  # null, as predict --json answers an input of NaN outputs
-            print(json_line({key: text, "text": out}) if args.json
-                  else escape(text + out if echo else out), flush=True)
+        for k in range(len(texts)):
+            # a stop, or a chunk of a file changed since it was checked: what the output holds
+            with stop_said(k, len(texts)):
+                text, ids, label = next(rows)
+                # within --seed's range, where a seed reaches past its end
+                if generator is not None:
+                    generator.manual_seed((args.seed + k) % SEEDS)
+                out = produce(ids, None, label)
+                if nan is not None and nan.said(label, len(texts), json=args.json) and args.json:
+                    out = None  # null, as predict --json answers an input of NaN outputs
+            with stop_said(k, len(texts), writing=1):
+                print(json_line({key: text, "text": out}) if args.json
+                      else escape(text + out if echo else out), flush=True)
 
 
 def _write_now(piece: str) -> None:

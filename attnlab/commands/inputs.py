@@ -30,6 +30,7 @@ from ..errors import UsageError
 from ..notes import progress
 from ..runs import strict_json
 from ..tasks.base import check_each, each_read, line_of, refuse_blank
+from .input_lines import InputLines, LineLabels, open_inputs
 
 
 def add_input_file_flags(parser, what: str = "input", column: str = "--text-column") -> None:
@@ -46,83 +47,27 @@ def add_input_file_flags(parser, what: str = "input", column: str = "--text-colu
                              "and, where the model gives them, its probabilities)")
 
 
-def read_inputs(path: str, column: str | None = None, flag: str = "--text-column"
-                ) -> tuple[list[str], Sequence[str]]:
-    """(the lines of ``path``, each line's label ``--input-file PATH line N``: ``LineLabels``,
-    made when named); UsageError
-    naming the file, or the first empty line. With ``column`` (given as ``flag``), the cells of
-    that column of a table instead (``read_column``)."""
+def read_inputs(path: str, column: str | None = None, flag: str = "--text-column", *,
+                command: str = "predict") -> tuple[Sequence[str], Sequence[str]]:
+    """(the lines of ``path``: ``InputLines``, each line's label ``--input-file PATH line N``:
+    ``LineLabels``, both made when asked for); UsageError naming the file, or the first empty
+    line. With ``column`` (given as ``flag``), the cells of that column of a table instead
+    (``read_column``). ``command`` names what reads the lines again, in the message of a file
+    changed in between."""
     if column is not None:
         return read_column(path, column, flag)
     where = "--input-file -" if path == "-" else f"--input-file {path}"
     if path == "-":
         if sys.stdin is None:  # started with standard input closed (`<&-`)
             raise UsageError(f"{where}: standard input is closed; no inputs")
-        data = sys.stdin.buffer.read()
+        lines = InputLines(sys.stdin.buffer, where, path, command=command, flag=flag)
     else:
-        p = Path(path)
-        if p.is_dir():
-            raise UsageError(f"{where}: is a directory, not a file of inputs")
-        try:
-            data = p.read_bytes()
-        except FileNotFoundError:
-            raise UsageError(f"{where}: not found") from None
-        except OSError as e:
-            raise UsageError(f"{where}: cannot read it ({e.strerror or e})") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        if data[:4] == b"PAR1":  # Parquet's magic bytes
-            raise UsageError(f"{where}: is a Parquet file; give a text file of inputs, one "
-                             f"per line, or {flag} NAME for the texts of its column NAME"
-                             ) from None
-        line = data[:e.start].count(b"\n") + 1
-        raise UsageError(f"{where} line {line}: not UTF-8 text") from None
-    # lines end at "\n" (and "\r\n") only: str.splitlines would also cut at a form feed,
-    # U+0085, U+2028 and others inside a line, and the outputs would no longer match the lines
-    lines = text.split("\n")
-    if lines[-1] == "":  # the last line's newline ends it; it does not start another
-        lines.pop()
-    lines = [line.removesuffix("\r") for line in lines]
-    if not lines:
-        raise UsageError(f"{where}: no inputs (the file is empty)")
-    for n, line in enumerate(lines, 1):
-        refuse_blank(line, f"{where} line {n}", "; give one input per line")
+        lines = InputLines(open_inputs(path, where), where, path, command=command, flag=flag)
     if path != "-" and file_format(path) in ("csv", "tsv", "jsonl"):  # a table, as lines
         print(f"note: {where} is read as one input per line, whole: a table's header and "
               f"every column too ({len(lines)} inputs); for the texts of one column, give "
               f"{flag} NAME", file=sys.stderr)
     return lines, LineLabels(where, len(lines))
-
-
-class LineLabels(Sequence):
-    """``WHERE line N`` for the lines 1 to ``count`` of a file, each made when asked for: a
-    list of them held a string per line of the file for the few that a note or an error
-    names.
-
-    Examples:
-        >>> labels = LineLabels("--input-file big.txt", 1_000_000)
-        >>> len(labels), labels[0], labels[-1]
-        (1000000, '--input-file big.txt line 1', '--input-file big.txt line 1000000')
-        >>> list(labels[8192:8194])
-        ['--input-file big.txt line 8193', '--input-file big.txt line 8194']
-    """
-
-    def __init__(self, where: str, count: int, first: int = 1) -> None:
-        self.where, self.count, self.first = where, count, first
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            start, stop, step = i.indices(self.count)
-            if step != 1:
-                return [self[j] for j in range(start, stop, step)]
-            return LineLabels(self.where, max(stop - start, 0), self.first + start)
-        if not -self.count <= i < self.count:
-            raise IndexError(f"line label {i} of {self.count}")
-        return f"{self.where} line {self.first + i % self.count}"
 
 
 def read_column(path: str, column: str, flag: str = "--text-column"
@@ -195,14 +140,17 @@ def check_input(value: str | None, flag: str = "--input") -> None:
 
 
 def one_or_file(value: str | None, flag: str, input_file: str | None,
-                column: str | None = None) -> tuple[list[str], list[str]]:
+                column: str | None = None, *, command: str = "predict"
+                ) -> tuple[Sequence[str], Sequence[str]]:
     """(inputs, their labels) from ``flag``'s one ``value`` or from ``--input-file`` (its
-    ``--text-column``'s cells where ``column`` is given); a UsageError unless exactly one of the
-    two is given."""
+    ``--text-column``'s cells where ``column`` is given: ``read_inputs``, for ``command``); a
+    UsageError unless exactly one of the two is given."""
     if (value is None) == (input_file is None):
         raise UsageError(f"give {flag} TEXT or --input-file FILE (one of the two)")
     column_needs_file(column, input_file)
-    return ([value], [flag]) if value is not None else read_inputs(input_file, column)
+    if value is not None:
+        return [value], [flag]
+    return read_inputs(input_file, column, command=command)
 
 
 def checked_ids(texts: Sequence[str], labels: Sequence[str], encode) -> Iterator[list[int]]:
@@ -237,8 +185,8 @@ def write_in_chunks(texts: Sequence[str], labels: Sequence[str], answer, *, as_j
     what the output holds (``stop_said``)."""
     started = time.perf_counter()  # the rate from the first chunk: not of reading the file
     for start in range(0, len(texts), chunk):
-        part, named = texts[start:start + chunk], labels[start:start + chunk]
-        with stop_said(start, len(texts)):
+        with stop_said(start, len(texts)):  # a chunk of a file changed since it was checked too
+            part, named = texts[start:start + chunk], labels[start:start + chunk]
             results = answer(part, named)
         with stop_said(start, len(texts), writing=len(part)):
             write_results(results, part, as_json=as_json, output_key=output_key)

@@ -64,7 +64,8 @@ def run(args) -> int:
         check_utf8(text, label)
     column_needs_file(args.input_column, args.input_file, "--src-column")
     if args.input_file is not None:
-        args.texts, labels = read_inputs(args.input_file, args.input_column, "--src-column")
+        args.texts, labels = read_inputs(args.input_file, args.input_column, "--src-column",
+                                          command="translate")
     run_dir, cfg = check_run_dir(args.run_dir, command="translate", checkpoint=args.checkpoint,
                                  tasks=tasks_that(lambda task: task.capabilities.translate))
     task = get_task(cfg.task)

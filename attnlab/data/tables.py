@@ -538,11 +538,12 @@ def check_digest(path, digest: str, recorded: str | None, *, what: str) -> None:
 
 def same_both_readings(path, first: str, second: str, *, what: str = "--data",
                        command: str = "evaluate") -> None:
-    """``UsageError`` when the digests of ``path``'s two readings (a first pass that checks
-    every row, a second that scores them) differ: the rows scored are not the rows checked."""
+    """``UsageError`` when the digests of two readings of ``path`` (a first pass that checks
+    every row, a later one that scores or answers them) differ: the rows scored are not the
+    rows checked."""
     if first != second:
         raise UsageError(f"{what} {path} changed while {command} read it (its SHA-256 differs "
-                         f"between its two readings); {command} it again once it is written")
+                         f"between its readings); {command} it again once it is written")
 
 
 def refuse_utf16(head: bytes, where: str) -> None:

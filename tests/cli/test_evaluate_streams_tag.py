@@ -119,5 +119,5 @@ def test_a_file_that_changes_between_its_readings_is_refused(tag_run, monkeypatc
     out, err = _evaluate(capsys, tag_run, path, code=2)
     assert out == ""  # no metrics of rows that were not checked
     assert err.splitlines()[-1] == (f"attnlab: error: --data {path} changed while evaluate "
-                                    f"read it (its SHA-256 differs between its two readings); "
+                                    f"read it (its SHA-256 differs between its readings); "
                                     f"evaluate it again once it is written")
