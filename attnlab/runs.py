@@ -37,7 +37,7 @@ __all__ = [
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
     "digest_holds",
     "check_test_files",
-    "process_umask", "remove_temporaries",
+    "process_umask", "remove_left", "remove_temporaries",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
 ]
@@ -178,18 +178,30 @@ def remove_temporaries(run_dir: str | Path, *, held: bool = True) -> str | None:
                   and names.fullmatch(m["name"]) and p.is_file() and not p.is_symlink()]
     if not found:
         return None
-    named = ", ".join(map(str, found))
+    return remove_left(found, run_dir, held=held, left_by="a write that was stopped",
+                       removed="left by a write that was stopped")
+
+
+def remove_left(paths: list[Path], run_dir: str | Path, *, held: bool, left_by: str,
+                removed: str) -> str:
+    """The one rule of ``--resume`` for the files a stopped train left in ``run_dir`` (a
+    half-written checkpoint, a ``write_through`` temporary): removed while this process holds
+    the run directory (``held``); else, or where they cannot be removed, named for the user to
+    remove, since another train may be writing them. Returns the note that says which,
+    ``left_by`` saying what left them and ``removed`` ending the note of their removal."""
+    named = ", ".join(map(str, paths))
+    left = (f"note: --resume: {named} may be left by {left_by}; remove it if no attnlab train "
+            f"is writing {run_dir} now")
     if not held:
-        return (f"note: --resume: {named} may be left by a write that was stopped; remove it "
-                f"if no attnlab train is writing {run_dir} now")
+        return left
     size = 0
     try:
-        for path in found:
+        for path in paths:
             size += path.stat().st_size
             path.unlink()
     except OSError as e:
-        return f"note: --resume: {named} left by a write that was stopped: {e}"
-    return f"note: --resume: removed {named} ({size:,} bytes), left by a write that was stopped"
+        return f"{left} (it could not be removed: {e.strerror or e})"
+    return f"note: --resume: removed {named} ({size:,} bytes), {removed}"
 
 
 _UMASK_LOCK = threading.Lock()

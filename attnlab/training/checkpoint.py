@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from ..errors import UsageError
+from ..runs import remove_left
 
 __all__ = ["checkpoint_dir", "partial_checkpoint", "remove_partial_checkpoint",
            "resumes_from_checkpoint", "saved_tokenizer_file", "read_checkpoint", "check_fits",
@@ -81,17 +82,9 @@ def remove_partial_checkpoint(run_dir: Path, *, held: bool = True) -> str | None
     path = partial_checkpoint(run_dir)
     if path.is_symlink() or not path.is_file():  # (a link or a directory: not ours)
         return None
-    left = (f"note: --resume: {path} may be left by a save that was stopped while writing "
-            f"it; remove it if no attnlab train is writing {run_dir} now")
-    if not held:  # another process's save may be writing it
-        return left
-    try:
-        size = path.stat().st_size
-        path.unlink()
-    except OSError as e:
-        return f"{left} (it could not be removed: {e.strerror or e})"
-    return (f"note: --resume: removed {path} ({size:,} bytes), the checkpoint a stopped save "
-            f"was writing")
+    return remove_left([path], run_dir, held=held,
+                       left_by="a save that was stopped while writing it",
+                       removed="the checkpoint a stopped save was writing")
 
 
 def resumes_from_checkpoint(cfg, run_dir: Path) -> bool:
