@@ -31,8 +31,8 @@ from ..errors import UsageError
 from .generation_config import FILE as GENERATION_CONFIG
 
 __all__ = ["is_hf_directory", "is_run", "has_chat_template", "check_chat_template",
-           "conversation", "load_chat_tokenizer", "chat_ids", "render", "end_of_turn_id",
-           "stop_ids", "joined_stops", "config_eos_ids", "TEMPLATE_FILES"]
+           "conversation", "load_chat_tokenizer", "chat_ids", "drops_system", "render",
+           "end_of_turn_id", "stop_ids", "joined_stops", "config_eos_ids", "TEMPLATE_FILES"]
 
 # where transformers writes a template beside tokenizer_config.json (which older versions used)
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
@@ -149,15 +149,23 @@ def check_system_kept(tokenizer, directory: str | Path) -> None:
     Raises:
         UsageError: naming ``--system`` and ``directory``.
     """
+    if drops_system(tokenizer):
+        raise UsageError(f"--system: the chat template of {directory} leaves the system "
+                         f"message out of the conversation it renders (a model without a "
+                         f"system role); give the instructions in the --chat message instead")
+
+
+def drops_system(tokenizer) -> bool:
+    """Whether ``tokenizer``'s chat template renders a conversation without the text of its
+    system message (``check_system_kept``; instruction fine-tuning's rows,
+    ``instruct.check_system_rows``). Read from a probe system message; False for a template
+    that refuses the probe (it says so itself when the conversation is rendered)."""
     try:
         text = tokenizer.apply_chat_template(conversation("hi", _PROBE_SYSTEM),
                                              add_generation_prompt=True, tokenize=False)
     except Exception:  # (``render`` names the template's own error)
-        return
-    if _PROBE_SYSTEM not in text:
-        raise UsageError(f"--system: the chat template of {directory} leaves the system "
-                         f"message out of the conversation it renders (a model without a "
-                         f"system role); give the instructions in the --chat message instead")
+        return False
+    return _PROBE_SYSTEM not in text
 
 
 def render(tokenizer, messages: list[dict[str, str]], directory: str | Path, *,

@@ -39,12 +39,13 @@ from ...data.chat_rows import (IGNORE, Rows, chat_example, counted_tokens, cut_t
                                read_rows, repeated_note)
 from ...data.tables import check_digest
 from ...errors import UsageError
-from ...interop.chat import chat_ids, conversation, end_of_turn_id, joined_stops, render
+from ...interop.chat import (chat_ids, conversation, drops_system, end_of_turn_id, joined_stops,
+                             render)
 from ...interop.saved import load_any_tokenizer
 from ...runs import check_data_files, file_digest
 from ...settings import later_process
 
-__all__ = ["prepare", "EncodedRows", "encode_splits", "encode_rows", "padded", "batched",
+__all__ = ["prepare", "EncodedRows", "encode_splits", "check_system_rows", "encode_rows", "padded", "batched",
            "pad_id", "example_batches", "assistant_loss", "evaluate_loss", "ChatSession",
            "chat_predictions", "cut_note"]
 
@@ -98,6 +99,30 @@ def encode_splits(cfg, tokenizer, rows: Rows) -> EncodedRows:
     markers = _marker_note(rows, tokenizer)
     return EncodedRows(rows, train, val, [n for n in (said, said_val, no_stop, empty, markers,
                                                       held, repeated) if n])
+
+
+def check_system_rows(cfg, tokenizer, rows: Rows) -> None:
+    """A new run's refusal of rows whose system message the chat template leaves out
+    (``drops_system``: a template for a model without a system role that skips it rather
+    than refuse it), as ``generate --chat --system`` refuses one: the run would train on the
+    replies to instructions the model never read. A run that started on such rows (before
+    this check) resumes as it began: only ``spec`` calls it, for a new run.
+
+    Raises:
+        UsageError: naming the file, the line and message of the first row with a system
+            message, how many rows hold one, and --init's template.
+    """
+    found = [(line, m) for messages, line in zip(rows.conversations, rows.lines)
+             for m, message in enumerate(messages, start=1)
+             if message["role"] == "system" and message["content"].strip()]
+    if cfg.instruction != "chat" or not found or not drops_system(tokenizer.to_transformers()):
+        return
+    (line, m), n = found[0], len({line for line, _ in found})
+    raise UsageError(f"--data {rows.path} line {line}, message {m}: --init {cfg.init}'s chat "
+                     f"template leaves the system message out of the conversation it renders "
+                     f"(a model without a system role), so the run would train without it "
+                     f"({n} row{' holds' if n == 1 else 's hold'} one); give its instructions "
+                     f"in the user's message instead")
 
 
 def _marker_note(rows: Rows, tokenizer) -> str | None:

@@ -345,16 +345,19 @@ def _check_init(cfg: dict[str, Any]) -> None:
 
 def _encoded(cfg: dict[str, Any], rows) -> Any:
     """The rows of a new run encoded as it will train on them, through --init's tokenizer
-    and chat template (``instruct.encode_splits``): a row the template refuses is refused
-    now, in one line, before the run directory is written. It imports torch and
+    and chat template (``instruct.encode_splits``): a row the template refuses, or whose
+    system message it leaves out (``instruct.check_system_rows``), is refused now, in one
+    line, before the run directory is written. It imports torch and
     transformers, as the run does next (a rows file always comes with --init)."""
     from types import SimpleNamespace
 
-    from .instruct import encode_splits
+    from .instruct import check_system_rows, encode_splits
 
     names = ("instruction", "init", "out", "seed", "block_size")
-    return encode_splits(SimpleNamespace(**{k: cfg.get(k) for k in names}),
-                         init_tokenizer(cfg["init"]), rows)
+    settings = SimpleNamespace(**{k: cfg.get(k) for k in names})
+    tokenizer = init_tokenizer(cfg["init"])
+    check_system_rows(settings, tokenizer, rows)
+    return encode_splits(settings, tokenizer, rows)
 
 
 def gpt2_settings(config: dict[str, Any], path: Path | str = "DIR") -> dict[str, Any]:
