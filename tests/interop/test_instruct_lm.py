@@ -303,7 +303,7 @@ def test_a_conversation_longer_than_the_block_is_cut_at_its_end_and_counted():
                 ([1, 2, 3, 4, 5, 6], [IGNORE] * 4 + [5, 6])]
     kept, said = cut_to(examples, 4)
     assert kept == [([1, 2, 3, 4], [IGNORE, IGNORE, 3, 4]), ([1, 2, 3], [IGNORE, 2, 3])]
-    assert said == {"cut": 2, "dropped": 1, "lost": 3, "labelled": 7}
+    assert said == {"cut": 2, "dropped": 1, "lost": 3, "labelled": 7, "first_dropped": 2}
 
 
 # ---- training ------------------------------------------------------------------------------
@@ -992,11 +992,15 @@ def test_a_held_out_row_cut_to_nothing_is_said_as_not_measured(tmp_path, capsys)
     found = encode_splits(cfg, tok, read_rows(_write(tmp_path / "rows.jsonl", rows)))
     cut = [n for n in found.notes if "cut at the end" in n]
     assert len(cut) == 2, found.notes
-    assert cut[0].endswith("(1 conversation has none left and is not trained on)")
+    # each named by its file line (line n is row n - 1)
+    assert cut[0].endswith(f"(1 conversation has none left and is not trained on: line "
+                           f"{train[0] + 1})")
     assert cut[1].startswith(f"note: --data {tmp_path / 'rows.jsonl'}: 1 of 2 held-out ")
-    assert cut[1].endswith("(1 conversation has none left and is not measured by val_loss)")
+    assert cut[1].endswith(f"(1 conversation has none left and is not measured by val_loss: "
+                           f"line {val[0] + 1})")
     capsys.readouterr()
     evaluate_loss(cfg, torch.nn.Embedding(len(theirs), len(theirs)), tok,
                   str(tmp_path / "rows.jsonl"))  # every row of the file, measured
     assert capsys.readouterr().err.endswith(
-        "(2 conversations have none left and are not measured by val_loss)\n")
+        f"(2 conversations have none left and are not measured by val_loss, the first line "
+        f"{min(val[0], train[0]) + 1})\n")

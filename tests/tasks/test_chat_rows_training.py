@@ -80,3 +80,31 @@ def test_only_a_system_message_with_text_under_a_template_that_drops_it_is_refus
                 check_system_rows(cfg, init_tokenizer(init), read)
         else:
             check_system_rows(cfg, init_tokenizer(init), read)
+
+
+def test_rows_whose_reply_lies_past_the_block_are_counted_named_and_left_out(tmp_path):
+    """A conversation whose assistant tokens all fall past --block-size is not trained on (no
+    zero-loss row in a batch's mean) and the note says how many and names the first by its
+    file line, so that it is found in a file of thousands of rows."""
+    from types import SimpleNamespace
+
+    from attnlab.data.chat_rows import IGNORE, holdout, read_rows
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_splits
+
+    from ..interop.test_instruct_lm import _tokenizer
+
+    tok = HFTokenizer.from_transformers(_tokenizer("chatml"))
+    rows = _rows(30)
+    train = holdout(30, 0, where="x")[0]
+    long = {"prompt": "reverse: " + "abc " * 40, "response": "cba"}
+    for i in train[4:7]:
+        rows[i] = long
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=80)
+    found = encode_splits(cfg, tok, read_rows(_write(tmp_path / "rows.jsonl", rows)))
+    cut = [n for n in found.notes if "cut at the end" in n]
+    assert len(cut) == 1 and cut[0].endswith(
+        f"(3 conversations have none left and are not trained on, the first line "
+        f"{train[4] + 1})"), found.notes
+    assert len(found.train) == len(train) - 3
+    assert all(any(lab != IGNORE for lab in labels[1:]) for _, labels in found.train)

@@ -219,20 +219,24 @@ def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = "",
         raise UsageError(f"{where}: no {split}conversation has an assistant token within {within}")
     if not said["cut"]:
         return kept, None
-    note = cut_note(said, len(examples), cfg.block_size, split, measured=measured)
+    first = said["first_dropped"]
+    note = cut_note(said, len(examples), cfg.block_size, split, measured=measured,
+                    first_line=None if first is None else rows.lines[which[first]])
     return kept, f"note: {where}: {note}"
 
 
-def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "", *,
-             measured: bool = False) -> str:
+def cut_note(said: dict[str, int | None], n: int, block_size: int, split: str = "", *,
+             measured: bool = False, first_line: int | None = None) -> str:
     """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all, of
     ``split``, "held-out " or ""; ``measured``: rows val_loss measures, never trained on,
     whose conversation left with no assistant token is not measured, rather than not trained
-    on).
+    on; ``first_line``: the file line of the first conversation left with none, named so
+    that the user finds it among thousands).
 
     Examples:
-        >>> cut_note({"cut": 2, "dropped": 1, "lost": 30, "labelled": 400}, 50, 64)
-        '2 of 50 conversations are longer than --block-size 64 + 1 tokens and were cut at the end: 30 of 400 assistant tokens are left out (1 conversation has none left and is not trained on)'
+        >>> cut_note({"cut": 2, "dropped": 1, "lost": 30, "labelled": 400}, 50, 64,
+        ...          first_line=7)
+        '2 of 50 conversations are longer than --block-size 64 + 1 tokens and were cut at the end: 30 of 400 assistant tokens are left out (1 conversation has none left and is not trained on: line 7)'
     """
     one = said["cut"] == 1
     text = (f"{said['cut']} of {n} {split}conversations {'is' if one else 'are'} longer than "
@@ -241,9 +245,11 @@ def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "", *,
     if said["dropped"]:
         one = said["dropped"] == 1
         left_out = "measured by val_loss" if measured else "trained on"
+        lines = (f"{': line' if one else ', the first line'} {first_line}" if first_line
+                 else "")
         text += (f" ({said['dropped']} conversation{'' if one else 's'} "
                  f"{'has' if one else 'have'} none left and {'is' if one else 'are'} not "
-                 f"{left_out})")
+                 f"{left_out}{lines})")
     return text
 
 
