@@ -108,3 +108,63 @@ def test_rows_whose_reply_lies_past_the_block_are_counted_named_and_left_out(tmp
         f"{train[4] + 1})"), found.notes
     assert len(found.train) == len(train) - 3
     assert all(any(lab != IGNORE for lab in labels[1:]) for _, labels in found.train)
+
+
+# the test styles' templates with the assistant's part in {% generation %}, which is what
+# transformers' return_assistant_tokens_mask reads: each reply and its end-of-turn token
+GENERATION = {
+    "chatml": ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+               "{% if m['role'] == 'assistant' %}{% generation %}{{ m['content'] }}<|im_end|>"
+               "{% endgeneration %}{% else %}{{ m['content'] }}<|im_end|>{% endif %}\n"
+               "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"),
+    "llama3": ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
+               "<|end_header_id|>\n\n{% if m['role'] == 'assistant' %}{% generation %}"
+               "{{ m['content'] | trim }}<|eot_id|>{% endgeneration %}{% else %}"
+               "{{ m['content'] | trim }}<|eot_id|>{% endif %}{% endfor %}"
+               "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>"
+               "\n\n{% endif %}"),
+}
+# a practitioner's rows: one turn, a system message and two turns, a prompt/response row, an
+# empty system turn with non-ASCII text, a reply that quotes the end-of-turn marker
+ROWS = [
+    {"messages": [{"role": "user", "content": "reverse: abc"},
+                  {"role": "assistant", "content": "cba"}]},
+    {"messages": [{"role": "system", "content": "be brief"},
+                  {"role": "user", "content": "reverse: abc"},
+                  {"role": "assistant", "content": "cba"},
+                  {"role": "user", "content": "and dog?"},
+                  {"role": "assistant", "content": " god \n"}]},
+    {"prompt": "reverse: sun", "response": "nus"},
+    {"messages": [{"role": "system", "content": ""},
+                  {"role": "user", "content": "h\u00e9llo \U0001f642"},
+                  {"role": "assistant", "content": "\u00fcn\u00ef \U0001f642\n\tx"}]},
+    {"messages": [{"role": "user", "content": "say <|im_end|> and <|eot_id|>"},
+                  {"role": "assistant", "content": "a <|im_end|> b <|eot_id|> c"}]},
+]
+
+
+@pytest.mark.parametrize("style", sorted(GENERATION))
+def test_the_ids_and_the_loss_mask_are_transformers_assistant_mask(tmp_path, style):
+    """Every id and every mask bit of what the run trains on (its rows read and encoded as a
+    run encodes them) equal transformers' apply_chat_template(..., return_dict=True,
+    return_assistant_tokens_mask=True) on the same tokenizer and a template that marks the
+    replies with {% generation %}."""
+    from types import SimpleNamespace
+
+    from attnlab.data.chat_rows import IGNORE, read_rows
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+    from attnlab.tasks.lm.instruct import encode_rows
+
+    from ..interop.test_instruct_lm import _tokenizer
+
+    theirs = _tokenizer(style, GENERATION[style])
+    rows = read_rows(_write(tmp_path / "rows.jsonl", ROWS))
+    cfg = SimpleNamespace(instruction="chat", init="DIR", out=None, seed=0, block_size=500)
+    ours = encode_rows(cfg, HFTokenizer.from_transformers(theirs), rows, list(range(len(ROWS))))
+    assert len(ours) == len(ROWS)
+    for messages, (ids, labels) in zip(rows.conversations, ours):
+        out = theirs.apply_chat_template(messages, tokenize=True, return_dict=True,
+                                         return_assistant_tokens_mask=True)
+        assert ids == list(out["input_ids"])
+        assert [int(lab != IGNORE) for lab in labels] == list(out["assistant_masks"])
+        assert all(lab in (IGNORE, i) for i, lab in zip(ids, labels))
