@@ -37,6 +37,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
+import re
 import sys
 import unicodedata
 from array import array
@@ -230,8 +231,8 @@ def _fit_tokenizer(paths, kind: str, vocab_size: int | None, chunk_chars: int, t
 
 
 def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=None,
-             text_column: str = TEXT_COLUMN, rows: "RepeatedRows | None" = None
-             ) -> Iterator[tuple[str, list[int]]]:
+             text_column: str = TEXT_COLUMN, rows: "RepeatedRows | None" = None,
+             marked: "AddedTokenTexts | None" = None) -> Iterator[tuple[str, list[int]]]:
     """(split, token ids) pieces of the files, encoded chunk by chunk, with the EOS id between
     documents (files, and a table's rows: a boundary, in the split where the new one starts);
     character ``split_at`` starts the validation split (None: everything is "train").
@@ -241,7 +242,7 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
     those of the whole document, and a token goes to the split where it starts; a document
     starts with what the tokenizer puts before every text (Llama's and Mistral's bos; nothing
     for GPT-2 and Qwen), as their pretraining put it there. ``rows``, when given, is told each
-    piece (``RepeatedRows.add``)."""
+    piece (``RepeatedRows.add``), and so is ``marked`` (``AddedTokenTexts.add``)."""
     seen, last, before = 0, None, ""
     for doc, text, after in _with_next(_documents(paths, chunk_chars, digests, text_column)):
         split = "train" if split_at is None or seen < split_at else "val"
@@ -251,6 +252,8 @@ def _encoded(paths, tok, chunk_chars: int, split_at: int | None = None, digests=
             last, before = doc, ""
         if rows is not None:
             rows.add(doc, split, text)
+        if marked is not None:
+            marked.add(doc, text)
         at = split_at - seen if split_at is not None and seen < split_at < seen + len(text) \
             else None  # the split inside the chunk
         if at is not None and tok.kind != "char":  # a word's pieces are of the whole word
@@ -392,8 +395,8 @@ def _naming_write_errors(path: str | Path):
 
 
 def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int,
-                   sources: list, text_column: str, rows: "RepeatedRows"
-                   ) -> tuple[dict, dict, dict]:
+                   sources: list, text_column: str, rows: "RepeatedRows",
+                   marked: "AddedTokenTexts | None" = None) -> tuple[dict, dict, dict]:
     """Encode the files into ``out/.{train,val}.bin.tmp``; character ``split_at`` starts the
     validation split. Returns the token count, the unk count (counted as encoded, as
     ``encode_file`` counts it: no second pass over a token file that may be larger than memory)
@@ -405,7 +408,7 @@ def _encode_splits(paths, tok, out: Path, dtype, split_at: int, chunk_chars: int
     with _naming_write_errors(out), ExitStack() as stack:
         files = {s: stack.enter_context(open(out / f".{s}.bin.tmp", "wb")) for s in SPLITS}
         for split, ids in _encoded(paths, tok, chunk_chars, split_at, sources, text_column,
-                                   rows):
+                                   rows, marked):
             data = np.asarray(ids, dtype=dtype).tobytes()
             files[split].write(data)
             hashes[split].update(data)
@@ -708,9 +711,10 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         out.mkdir(parents=True, exist_ok=True)
         read_again: list[str] = []
         rows = RepeatedRows(paths, tok.normalized)
+        marked = AddedTokenTexts.of(paths, tok)
         counts, unknown, digests = _encode_splits(
             paths, tok, out, dtype, int(total * (1 - val_fraction)), chunk_chars, read_again,
-            text_column, rows)
+            text_column, rows, marked)
     for path, first, again in zip(paths, read_first, read_again):
         if first != again:  # the tokeniser was fit on, and the split placed in, other text
             raise UsageError(f"{path} changed while it was being prepared; prepare it again "
@@ -746,7 +750,70 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
         _notes_on_pieces(tok, meta, unknown, vocab_size, fitted=fitted)
     if (warning := rows.warning()):
         print(warning, file=sys.stderr, flush=True)
+    if marked is not None and (note := marked.note()):
+        print(note, file=sys.stderr, flush=True)
     return meta
+
+
+class AddedTokenTexts:
+    """Where a corpus's text holds an added token's text (``HFTokenizer.added_texts``: the
+    eos token's ``</s>`` or ``<|endoftext|>``, a chat template's ``<|im_end|>``), which a
+    checkpoint's tokenizer reads as that token, as transformers reads it, not as text: a
+    literal ``<|endoftext|>`` in a scraped page ends a document in the middle of a line, with
+    no word. (nanoGPT encodes such text as text, ``encode_ordinary``; attnlab reads it as
+    transformers does, as ``generate`` reads a prompt, and says so once: the first place by
+    file and line, and how many.) A text file's lines are counted piece by piece; a table's
+    document is named by its line (row). A marker is found within a piece: pieces are cut
+    before white space, which no marker holds.
+
+    Examples:
+        >>> import re
+        >>> marked = AddedTokenTexts(["a.txt"], re.compile("</s>"), eos="</s>")
+        >>> marked.add((0, 0), "one\\ntwo </s> three\\n")
+        >>> marked.note()[:62]
+        'note: a.txt line 2 holds the text of an added token (</s>, the'
+    """
+
+    def __init__(self, paths, pattern: "re.Pattern[str]", *, eos: str | None = None) -> None:
+        self.paths, self.pattern, self.eos = [str(p) for p in paths], pattern, eos
+        self.doc, self.lines = None, 0
+        self.found, self.first = 0, None
+
+    @classmethod
+    def of(cls, paths, tok) -> "AddedTokenTexts | None":
+        """The watcher of ``tok``'s added tokens: None for attnlab's own tokenizers, which
+        read every text as text, and for a checkpoint's without an added token."""
+        pattern = tok.added_texts() if tok.kind == "hf" else None
+        if pattern is None:
+            return None
+        eos = tok.tokenizer.id_to_token(tok.eos_id) if tok.eos_id is not None else None
+        return cls(paths, pattern, eos=eos)
+
+    def add(self, doc: tuple[int, int], text: str) -> None:
+        """A piece ``text`` of document ``doc`` (file index, row; 0 for a text file)."""
+        if doc != self.doc:
+            self.doc, self.lines = doc, 0
+        for match in self.pattern.finditer(text):
+            self.found += 1
+            if self.first is None:
+                i, row = doc
+                fmt = file_format(self.paths[i])
+                line = self.lines + text.count("\n", 0, match.start()) + 1
+                where = (f"line {line}" if fmt is None else
+                         f"{'row' if fmt in COLUMNAR else 'line'} {row}")
+                self.first = f"{self.paths[i]} {where}", match.group()
+        self.lines += text.count("\n")
+
+    def note(self) -> str | None:
+        """The note, or None when no text holds an added token's."""
+        if self.first is None:
+            return None
+        (where, text), n = self.first, self.found
+        what = ", the eos token: it ends a document there" if text == self.eos else ""
+        return (f"note: {where} holds the text of an added token ({text}{what}), which the "
+                f"checkpoint's tokenizer reads as that token, as transformers does, not as "
+                f"text ({n} place{'' if n == 1 else 's'} in the corpus); write it otherwise "
+                f"where it is meant as text")
 
 
 class RepeatedRows:

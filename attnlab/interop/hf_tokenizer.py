@@ -167,6 +167,18 @@ class HFTokenizer(Tokenizer):
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
+    def added_texts(self) -> "re.Pattern[str] | None":
+        """A pattern of the texts that ``encode`` reads as one added token, not as text: a
+        chat template's marker (``<|im_end|>``), the eos token's (``</s>``,
+        ``<|endoftext|>``), or another added token, special or not (Qwen's ``<tool_call>``);
+        the longest first, as the tokenizer matches them. Added tokens of blanks alone (the
+        runs of spaces some code models add) are left out: they are text. None when there is
+        no such token."""
+        added = self.tokenizer.get_added_tokens_decoder().values()
+        texts = sorted((t.content for t in added if t.content.strip()), key=len, reverse=True)
+        # one search per text (Llama 3 has 256 special tokens)
+        return re.compile("|".join(map(re.escape, texts))) if texts else None
+
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
         """Token ids of ``text``; with ``add_special_tokens``, what the checkpoint's
         post-processor adds (BERT: ``[CLS] ... [SEP]``), not attnlab's sos ... eos.

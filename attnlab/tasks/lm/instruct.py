@@ -24,7 +24,6 @@ Shapes: B batch, T the longest example of a batch less one, V vocabulary.
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,14 +133,9 @@ def _marker_note(rows: Rows, tokenizer) -> str | None:
     already laid out by a template, or text about one, were trained on so without a word.
     Added tokens of blanks alone (the runs of spaces some code models add) are left out: they
     are text. None when no text holds one."""
-    if getattr(tokenizer, "kind", None) != "hf":
+    pattern = tokenizer.added_texts() if getattr(tokenizer, "kind", None) == "hf" else None
+    if pattern is None:
         return None
-    added = tokenizer.tokenizer.get_added_tokens_decoder().values()
-    markers = sorted((t.content for t in added if t.content.strip()), key=len, reverse=True)
-    if not markers:
-        return None
-    # one search per message (Llama 3 has 256 special tokens), the longest marker first
-    pattern = re.compile("|".join(map(re.escape, markers)))
     found = []
     for messages, line, as_messages in zip(rows.conversations, rows.lines, rows.as_messages):
         for m, message in enumerate(messages, start=1):

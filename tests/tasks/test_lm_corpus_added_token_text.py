@@ -1,0 +1,62 @@
+"""A text corpus tokenised by a checkpoint's own tokenizer (``attnlab prepare FILE --tokenizer
+DIR``, ``attnlab train lm --init DIR --data FILE``) whose text holds an added token's text: a
+scraped page that quotes ``<|endoftext|>``, a chat log with ``<|im_end|>``. The tokenizer reads
+it as that token, as transformers does (an eos then ends a document in mid-line); one note
+names the first place by file and line, and how many there are."""
+import json
+
+import pytest
+
+from attnlab.cli import main
+
+from ..interop.test_instruct_lm import save_chat_model
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def qwen(tmp_path_factory):
+    return save_chat_model(tmp_path_factory.mktemp("corpus") / "qwen")  # eos <|endoftext|>
+
+
+@pytest.mark.slow
+def test_an_added_tokens_text_in_a_corpus_is_said_once_naming_the_file_and_line(
+        qwen, tmp_path, capsys):
+    import numpy as np
+
+    lines = [f"reverse: abc dog moon {i}" for i in range(200)]
+    lines[120] = "a page that quotes <|endoftext|> in mid-line"
+    lines[150] = "and <|endoftext|> again, then <|im_end|>"
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["prepare", str(text), "--tokenizer", str(qwen), "--out",
+                 str(tmp_path / "corpus")]) == 0
+    notes = [n for n in capsys.readouterr().err.splitlines() if "added token" in n]
+    assert notes == [
+        f"note: {text} line 121 holds the text of an added token (<|endoftext|>, the eos "
+        f"token: it ends a document there), which the checkpoint's tokenizer reads as that "
+        f"token, as transformers does, not as text (3 places in the corpus); write it "
+        f"otherwise where it is meant as text"]
+    meta = json.loads((tmp_path / "corpus" / "meta.json").read_text())
+    ids = np.fromfile(tmp_path / "corpus" / "train.bin", dtype=meta["dtype"])
+    assert int((ids == 0).sum()) == 2  # what the note says: eos (id 0) inside the one file
+
+
+@pytest.mark.slow
+def test_a_table_names_the_row_and_a_corpus_without_one_says_nothing(qwen, tmp_path, capsys):
+    rows = [{"text": f"row {i} is text"} for i in range(60)]
+    rows[41]["text"] = "a reply ends <|im_end|> here"
+    table = tmp_path / "t.jsonl"
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    clean = tmp_path / "clean.txt"
+    clean.write_text("plain text with </s> and <eos>, no added token of this one\n" * 40)
+    capsys.readouterr()
+    for path, out in ((table, "t"), (clean, "c")):
+        assert main(["prepare", str(path), "--tokenizer", str(qwen), "--out",
+                     str(tmp_path / out)]) == 0
+    notes = [n for n in capsys.readouterr().err.splitlines() if "added token" in n]
+    assert notes == [
+        f"note: {table} line 42 holds the text of an added token (<|im_end|>), which the "
+        f"checkpoint's tokenizer reads as that token, as transformers does, not as text (1 "
+        f"place in the corpus); write it otherwise where it is meant as text"]
