@@ -426,11 +426,11 @@ def plain_example(prompt: list[int], response: list[int], eos: int
 
 
 def cut_to(examples: list[tuple[list[int], list[int]]], length: int
-           ) -> tuple[list[tuple[list[int], list[int]]], dict[str, int | None]]:
+           ) -> tuple[list[tuple[list[int], list[int]]], dict[str, int]]:
     """The examples cut to their first ``length`` tokens (the model reads --block-size
     inputs, and the last token is only a target: length = --block-size + 1), those left
     with no label dropped; and what was cut: ``cut`` conversations, ``dropped`` of them left
-    with no assistant token (``first_dropped``: the index of the first, None when none is),
+    with no assistant token (``first_dropped``, where one is: the index of the first),
     ``lost`` of ``labelled`` assistant tokens.
 
     Examples:
@@ -438,7 +438,7 @@ def cut_to(examples: list[tuple[list[int], list[int]]], length: int
         >>> kept, said["lost"], said["labelled"]
         ([([1, 2, 3], [-100, 2, 3])], 1, 3)
     """
-    kept, said = [], {"cut": 0, "dropped": 0, "lost": 0, "labelled": 0, "first_dropped": None}
+    kept, said = [], {"cut": 0, "dropped": 0, "lost": 0, "labelled": 0}
     for i, (ids, labels) in enumerate(examples):
         counted = counted_tokens(labels)
         said["labelled"] += counted
@@ -451,5 +451,5 @@ def cut_to(examples: list[tuple[list[int], list[int]]], length: int
             kept.append((ids, labels))
         else:
             said["dropped"] += 1
-            said["first_dropped"] = i if said["first_dropped"] is None else said["first_dropped"]
+            said.setdefault("first_dropped", i)
     return kept, said

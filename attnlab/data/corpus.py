@@ -776,8 +776,9 @@ class AddedTokenTexts:
 
     def __init__(self, paths, pattern: "re.Pattern[str]", *, eos: str | None = None) -> None:
         self.paths, self.pattern, self.eos = [str(p) for p in paths], pattern, eos
-        self.doc, self.lines = None, 0
-        self.found, self.first = 0, None
+        self.doc: tuple[int, int] | None = None
+        self.lines = self.found = 0
+        self.first: tuple[str, str] | None = None  # (where, the added token's text)
 
     @classmethod
     def of(cls, paths, tok) -> "AddedTokenTexts | None":

@@ -213,13 +213,13 @@ def _encoded_rows(cfg, tokenizer, rows: Rows, which: list[int], split: str = "",
         raise UsageError(f"{where}: no {split}conversation has an assistant token within {within}")
     if not said["cut"]:
         return kept, None
-    first = said["first_dropped"]
+    first = said.get("first_dropped")
     note = cut_note(said, len(examples), cfg.block_size, split, measured=measured,
                     first_line=None if first is None else rows.lines[which[first]])
     return kept, f"note: {where}: {note}"
 
 
-def cut_note(said: dict[str, int | None], n: int, block_size: int, split: str = "", *,
+def cut_note(said: dict[str, int], n: int, block_size: int, split: str = "", *,
              measured: bool = False, first_line: int | None = None) -> str:
     """What ``cut_to`` cut, in words (``said``: its counts; ``n`` conversations in all, of
     ``split``, "held-out " or ""; ``measured``: rows val_loss measures, never trained on,
