@@ -159,6 +159,16 @@ _SHAREGPT = f"; ShareGPT's \"conversations\" is \"messages\", and a message's {_
 _PROMPT_PARTS = ("instruction", "input", "context")
 
 
+# another tool's role, and what it is here (a tool's turn has no place in these rows)
+_TOOL_TURN = ("; tool turns (a call and its result) are not read here: leave the row out, or "
+              "give the result as text in a user message")
+_ROLE_HINTS = {"developer": "; OpenAI's \"developer\" is \"system\" here",
+               "model": "; Gemma's \"model\" is \"assistant\" here",
+               "human": "; ShareGPT's \"human\" is \"user\" here",
+               "gpt": "; ShareGPT's \"gpt\" is \"assistant\" here",
+               **dict.fromkeys(("tool", "function", "ipython"), _TOOL_TURN)}
+
+
 def _other_form(obj: dict) -> str:
     """How a row in ShareGPT's form or Alpaca's (or Dolly's) is written here ("" for another
     row)."""
@@ -213,7 +223,8 @@ def _message(message, at: str, new: bool = True) -> dict[str, str]:
         shown = ", ".join(message) if isinstance(message, dict) else type(message).__name__
         raise UsageError(f"{at}: a message is {{\"role\", \"content\"}} only, got {shown}")
     if message["role"] not in ROLES:
-        raise UsageError(f"{at}: role {message['role']!r} is not one of {', '.join(ROLES)}")
+        raise UsageError(f"{at}: role {message['role']!r} is not one of {', '.join(ROLES)}"
+                         f"{_ROLE_HINTS.get(message['role'], '')}")
     if not isinstance(message["content"], str):
         raise UsageError(f"{at}: \"content\" must be text, got "
                          f"{json.dumps(message['content'])[:40]}")

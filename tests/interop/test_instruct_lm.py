@@ -462,7 +462,9 @@ BAD = [
     ('{"messages": [}\n', "line 1: not valid JSON"),
     ('{"prompt": "a", "response": "b"}\n{"text": "x"}\n', "line 2: no \"messages\" or \"prompt\""),
     ('{"messages": [{"role": "tool", "content": "x"}, {"role": "assistant", "content": "y"}]}\n',
-     "line 1, message 1: role 'tool' is not one of system, user, assistant"),
+     "line 1, message 1: role 'tool' is not one of system, user, assistant; tool turns (a "
+     "call and its result) are not read here: leave the row out, or give the result as text "
+     "in a user message"),
     ('{"messages": [{"role": "user", "content": "x"}]}\n',
      "line 1: the conversation has no assistant turn"),
     ('{"prompt": "x"}\n', "line 1: a \"prompt\" row needs a \"response\""),

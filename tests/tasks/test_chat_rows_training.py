@@ -168,3 +168,29 @@ def test_the_ids_and_the_loss_mask_are_transformers_assistant_mask(tmp_path, sty
         assert ids == list(out["input_ids"])
         assert [int(lab != IGNORE) for lab in labels] == list(out["assistant_masks"])
         assert all(lab in (IGNORE, i) for i, lab in zip(ids, labels))
+
+
+@pytest.mark.parametrize("role, told", [
+    ("developer", "; OpenAI's \"developer\" is \"system\" here"),
+    ("model", "; Gemma's \"model\" is \"assistant\" here"),
+    ("tool", "; tool turns (a call and its result) are not read here: leave the row out, or "
+             "give the result as text in a user message"),
+    ("ipython", "; tool turns (a call and its result) are not read here"),
+])
+def test_another_tools_role_is_refused_saying_what_it_is_here(tmp_path, role, told):
+    """OpenAI's rows have "developer" and "tool" turns, Gemma's "model", Llama 3.1's
+    "ipython": the one line names the row and the message, and says what to write instead."""
+    from attnlab.data.chat_rows import read_rows
+    from attnlab.errors import UsageError
+
+    row = {"messages": [{"role": "user", "content": "weather?"},
+                        {"role": "assistant", "content": "asking"},
+                        {"role": role, "content": "sunny"},
+                        {"role": "assistant", "content": "sunny"}]}
+    data = _write(tmp_path / "rows.jsonl", [{"prompt": "a", "response": "b"}, row])
+    with pytest.raises(UsageError) as refused:
+        read_rows(data)
+    assert str(refused.value).startswith(
+        f"--data {data} line 2, message 3: role '{role}' is not one of system, user, "
+        f"assistant{told}")
+    assert len(str(refused.value).splitlines()) == 1
