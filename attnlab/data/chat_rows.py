@@ -223,8 +223,9 @@ def _message(message, at: str, new: bool = True) -> dict[str, str]:
         shown = ", ".join(message) if isinstance(message, dict) else type(message).__name__
         raise UsageError(f"{at}: a message is {{\"role\", \"content\"}} only, got {shown}")
     if message["role"] not in ROLES:
-        raise UsageError(f"{at}: role {message['role']!r} is not one of {', '.join(ROLES)}"
-                         f"{_ROLE_HINTS.get(message['role'], '')}")
+        role = message["role"]  # any JSON value: only text can have a hint (a list is unhashable)
+        hint = _ROLE_HINTS.get(role, "") if isinstance(role, str) else ""
+        raise UsageError(f"{at}: role {role!r} is not one of {', '.join(ROLES)}{hint}")
     if not isinstance(message["content"], str):
         raise UsageError(f"{at}: \"content\" must be text, got "
                          f"{json.dumps(message['content'])[:40]}")

@@ -176,10 +176,13 @@ def test_the_ids_and_the_loss_mask_are_transformers_assistant_mask(tmp_path, sty
     ("tool", "; tool turns (a call and its result) are not read here: leave the row out, or "
              "give the result as text in a user message"),
     ("ipython", "; tool turns (a call and its result) are not read here"),
+    (["user"], ""),  # not text: named as it is, not a traceback
+    ({"name": "user"}, ""),
 ])
 def test_another_tools_role_is_refused_saying_what_it_is_here(tmp_path, role, told):
     """OpenAI's rows have "developer" and "tool" turns, Gemma's "model", Llama 3.1's
-    "ipython": the one line names the row and the message, and says what to write instead."""
+    "ipython": the one line names the row and the message, and says what to write instead;
+    a role that is not text at all is named as it is."""
     from attnlab.data.chat_rows import read_rows
     from attnlab.errors import UsageError
 
@@ -191,6 +194,6 @@ def test_another_tools_role_is_refused_saying_what_it_is_here(tmp_path, role, to
     with pytest.raises(UsageError) as refused:
         read_rows(data)
     assert str(refused.value).startswith(
-        f"--data {data} line 2, message 3: role '{role}' is not one of system, user, "
+        f"--data {data} line 2, message 3: role {role!r} is not one of system, user, "
         f"assistant{told}")
     assert len(str(refused.value).splitlines()) == 1
