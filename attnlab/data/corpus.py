@@ -763,8 +763,11 @@ class AddedTokenTexts:
     no word. (nanoGPT encodes such text as text, ``encode_ordinary``; attnlab reads it as
     transformers does, as ``generate`` reads a prompt, and says so once: the first place by
     file and line, and how many.) A text file's lines are counted piece by piece; a table's
-    document is named by its line (row). A marker is found within a piece: pieces are cut
-    before white space, which no marker holds.
+    document is named by its line (row). A piece is cut before white space only where it has
+    some (minified JSON, a long run of CJK text has none, and is cut anywhere), and the
+    tokenizer reads the document across the cut (``HFTokenizer.encode_piece``): a marker cut
+    in two is found in the end of the piece before (at least the longest marker's length)
+    joined to the new piece, and counted in the piece where it ends.
 
     Examples:
         >>> import re
@@ -772,12 +775,19 @@ class AddedTokenTexts:
         >>> marked.add((0, 0), "one\\ntwo </s> three\\n")
         >>> marked.note()[:62]
         'note: a.txt line 2 holds the text of an added token (</s>, the'
+        >>> marked.add((0, 0), "three<"), marked.add((0, 0), "/s>four"), marked.found
+        (None, None, 2)
     """
 
     def __init__(self, paths, pattern: "re.Pattern[str]", *, eos: str | None = None) -> None:
         self.paths, self.pattern, self.eos = [str(p) for p in paths], pattern, eos
         self.doc: tuple[int, int] | None = None
         self.lines = self.found = 0
+        self.tail = ""  # the end of the document's piece before, where a marker may start
+        # at least the longest marker's length less one: the pattern is ``added_texts``'
+        # alternation of escaped texts, none longer than the whole (Llama 3's 256: ~9,000
+        # characters kept of a 1 MiB piece)
+        self.keep = len(pattern.pattern)
         self.first: tuple[str, str] | None = None  # (where, the added token's text)
 
     @classmethod
@@ -793,17 +803,22 @@ class AddedTokenTexts:
     def add(self, doc: tuple[int, int], text: str) -> None:
         """A piece ``text`` of document ``doc`` (file index, row; 0 for a text file)."""
         if doc != self.doc:
-            self.doc, self.lines = doc, 0
-        for match in self.pattern.finditer(text):
+            self.doc, self.lines, self.tail = doc, 0, ""
+        joined = self.tail + text  # lines counted from the start of the tail
+        lines = self.lines - self.tail.count("\n")
+        for match in self.pattern.finditer(joined):
+            if match.end() <= len(self.tail):  # (counted with the piece before)
+                continue
             self.found += 1
             if self.first is None:
                 i, row = doc
                 fmt = file_format(self.paths[i])
-                line = self.lines + text.count("\n", 0, match.start()) + 1
+                line = lines + joined.count("\n", 0, match.start()) + 1
                 where = (f"line {line}" if fmt is None else
                          f"{'row' if fmt in COLUMNAR else 'line'} {row}")
                 self.first = f"{self.paths[i]} {where}", match.group()
         self.lines += text.count("\n")
+        self.tail = joined[-self.keep:]
 
     def note(self) -> str | None:
         """The note, or None when no text holds an added token's."""

@@ -60,3 +60,30 @@ def test_a_table_names_the_row_and_a_corpus_without_one_says_nothing(qwen, tmp_p
         f"note: {table} line 42 holds the text of an added token (<|im_end|>), which the "
         f"checkpoint's tokenizer reads as that token, as transformers does, not as text (1 "
         f"place in the corpus); write it otherwise where it is meant as text"]
+
+
+@pytest.mark.slow
+def test_an_added_tokens_text_cut_in_two_between_pieces_is_said(qwen, tmp_path, capsys):
+    """Text without white space (minified JSON, a long run of CJK text) is cut into pieces
+    anywhere; the tokenizer reads across the cut, and so does the note."""
+    import numpy as np
+    from transformers import AutoTokenizer
+
+    from attnlab.data.corpus import prepare
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+
+    text = tmp_path / "min.json"  # (a .json file is read as text: not a table's suffix)
+    text.write_text("ab\ncd\n" + "x" * 30 + "<|endoftext|>" + "y" * 50, encoding="utf-8")
+    capsys.readouterr()
+    meta = prepare([text], tmp_path / "corpus", tokenizer=HFTokenizer.from_transformers(
+                       AutoTokenizer.from_pretrained(qwen)),
+                   chunk_chars=16)
+    notes = [n for n in capsys.readouterr().err.splitlines() if "added token" in n]
+    assert notes == [
+        f"note: {text} line 3 holds the text of an added token (<|endoftext|>, the eos "
+        f"token: it ends a document there), which the checkpoint's tokenizer reads as that "
+        f"token, as transformers does, not as text (1 place in the corpus); write it "
+        f"otherwise where it is meant as text"]
+    ids = np.concatenate([np.fromfile(tmp_path / "corpus" / f"{s}.bin", dtype=meta["dtype"])
+                          for s in ("train", "val")])
+    assert int((ids == 0).sum()) == 1  # the eos the note names (id 0), read across the cut
