@@ -155,14 +155,18 @@ def check_system_kept(tokenizer, directory: str | Path) -> None:
                          f"system role); give the instructions in the --chat message instead")
 
 
-def drops_system(tokenizer) -> bool:
+def drops_system(tokenizer, *, later: bool = False) -> bool:
     """Whether ``tokenizer``'s chat template renders a conversation without the text of its
     system message (``check_system_kept``; instruction fine-tuning's rows,
-    ``instruct.check_system_rows``). Read from a probe system message; False for a template
-    that refuses the probe (it says so itself when the conversation is rendered)."""
+    ``instruct.check_system_rows``): the first message, or with ``later`` one after a turn (a
+    template may render a system message only where it comes first, ``loop.first``). Read
+    from a probe system message; False for a template that refuses the probe (it says so
+    itself when the conversation is rendered)."""
+    probe = conversation("hi", _PROBE_SYSTEM)
+    if later:  # [user, assistant, system, user]
+        probe = [*conversation("hi"), {"role": "assistant", "content": _PROBE_REPLY}, *probe]
     try:
-        text = tokenizer.apply_chat_template(conversation("hi", _PROBE_SYSTEM),
-                                             add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False)
     except Exception:  # (``render`` names the template's own error)
         return False
     return _PROBE_SYSTEM not in text

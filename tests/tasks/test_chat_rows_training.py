@@ -20,6 +20,9 @@ transformers = pytest.importorskip("transformers")
 SKIPS_SYSTEM = ("{% for m in messages %}{% if m['role'] != 'system' %}<|im_start|>"
                 "{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+# ... one that renders a system message only where it comes first
+FIRST_SYSTEM_ONLY = SKIPS_SYSTEM.replace("m['role'] != 'system'",
+                                         "m['role'] != 'system' or loop.first")
 
 
 # a run that trains for one step, were it not refused
@@ -64,19 +67,25 @@ def test_only_a_system_message_with_text_under_a_template_that_drops_it_is_refus
     from attnlab.tasks.lm.instruct import check_system_rows
 
     keeps = save_chat_model(tmp_path / "chatml", template=CHATML)
+    first_only = save_chat_model(tmp_path / "first", template=FIRST_SYSTEM_ONLY)
     system = {"messages": [{"role": "system", "content": "be brief"},
                            {"role": "user", "content": "hi"},
                            {"role": "assistant", "content": "yo"}]}
     empty = json.loads(json.dumps(system))
     empty["messages"][0]["content"] = ""
     plain = {"prompt": "hi", "response": "yo"}
-    for init, rows, refused in ((skips_system, [plain, system], True),
-                                (skips_system, [plain, empty], False),
-                                (keeps, [plain, system], False)):
+    # a system message after a turn, which the first-only template leaves out
+    later = {"messages": [*system["messages"][1:], *system["messages"]]}
+    for init, rows, refused in ((skips_system, [plain, system], "message 1"),
+                                (skips_system, [plain, empty], None),
+                                (keeps, [plain, system, later], None),
+                                (first_only, [plain, system], None),
+                                (first_only, [plain, system, later], "message 3")):
         cfg = SimpleNamespace(instruction="chat", init=str(init))
         read = read_rows(_write(tmp_path / "rows.jsonl", rows))
         if refused:
-            with pytest.raises(UsageError, match=r"line 2, message 1: .*1 row holds one"):
+            with pytest.raises(UsageError,
+                               match=rf"line {len(rows)}, {refused}: .*1 row holds one"):
                 check_system_rows(cfg, init_tokenizer(init), read)
         else:
             check_system_rows(cfg, init_tokenizer(init), read)

@@ -109,12 +109,20 @@ def check_system_rows(cfg, tokenizer, rows: Rows) -> None:
 
     Raises:
         UsageError: naming the file, the line and message of the first row with a system
-            message, how many rows hold one, and --init's template.
+            message the template leaves out (first in the conversation or later), how many
+            rows hold one, and --init's template.
     """
     found = [(line, m) for messages, line in zip(rows.conversations, rows.lines)
              for m, message in enumerate(messages, start=1)
              if message["role"] == "system" and message["content"].strip()]
-    if cfg.instruction != "chat" or not found or not drops_system(tokenizer.to_transformers()):
+    if cfg.instruction != "chat" or not found:
+        return
+    theirs = tokenizer.to_transformers()
+    # one probe for a first system message, one for a later one (a template may keep only
+    # the first: ``loop.first``), each read once
+    drops = {later: drops_system(theirs, later=later) for later in {m > 1 for _, m in found}}
+    found = [(line, m) for line, m in found if drops[m > 1]]
+    if not found:
         return
     (line, m), n = found[0], len({line for line, _ in found})
     raise UsageError(f"--data {rows.path} line {line}, message {m}: --init {cfg.init}'s chat "
