@@ -756,8 +756,9 @@ def _write_corpus(paths, out: Path, kind: str | Tokenizer, vocab_size, val_fract
 
 
 class AddedTokenTexts:
-    """Where a corpus's text holds an added token's text (``HFTokenizer.added_texts``: the
-    eos token's ``</s>`` or ``<|endoftext|>``, a chat template's ``<|im_end|>``), which a
+    """Where a corpus's text holds a special added token's text (``HFTokenizer.added_texts``:
+    the eos token's ``</s>`` or ``<|endoftext|>``, a chat template's ``<|im_end|>``; not an
+    ordinary one, as Gemma's ``<td>``, which an HTML page holds as meant), which a
     checkpoint's tokenizer reads as that token, as transformers reads it, not as text: a
     literal ``<|endoftext|>`` in a scraped page ends a document in the middle of a line, with
     no word. (nanoGPT encodes such text as text, ``encode_ordinary``; attnlab reads it as
@@ -794,7 +795,7 @@ class AddedTokenTexts:
     def of(cls, paths, tok) -> "AddedTokenTexts | None":
         """The watcher of ``tok``'s added tokens: None for attnlab's own tokenizers, which
         read every text as text, and for a checkpoint's without an added token."""
-        pattern = tok.added_texts() if tok.kind == "hf" else None
+        pattern = tok.added_texts(special=True) if tok.kind == "hf" else None
         if pattern is None:
             return None
         eos = tok.tokenizer.id_to_token(tok.eos_id) if tok.eos_id is not None else None

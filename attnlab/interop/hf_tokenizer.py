@@ -167,15 +167,19 @@ class HFTokenizer(Tokenizer):
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
-    def added_texts(self) -> "re.Pattern[str] | None":
+    def added_texts(self, *, special: bool = False) -> "re.Pattern[str] | None":
         """A pattern of the texts that ``encode`` reads as one added token, not as text: a
         chat template's marker (``<|im_end|>``), the eos token's (``</s>``,
         ``<|endoftext|>``), or another added token, special or not (Qwen's ``<tool_call>``);
-        the longest first, as the tokenizer matches them. Added tokens of blanks alone (the
+        with ``special``, only the special ones and the eos, bos, pad and unk tokens (not
+        Gemma's ``<td>`` and ``<h1>``, ordinary added tokens meant to be read as such); the
+        longest first, as the tokenizer matches them. Added tokens of blanks alone (the
         runs of spaces some code models add) are left out: they are text. None when there is
         no such token."""
-        added = self.tokenizer.get_added_tokens_decoder().values()
-        texts = sorted((t.content for t in added if t.content.strip()), key=len, reverse=True)
+        added = self.tokenizer.get_added_tokens_decoder().items()
+        roles = set(self.specials.values())
+        texts = sorted((t.content for i, t in added if t.content.strip()
+                        and (not special or t.special or i in roles)), key=len, reverse=True)
         # one search per text (Llama 3 has 256 special tokens)
         return re.compile("|".join(map(re.escape, texts))) if texts else None
 

@@ -87,3 +87,28 @@ def test_an_added_tokens_text_cut_in_two_between_pieces_is_said(qwen, tmp_path, 
     ids = np.concatenate([np.fromfile(tmp_path / "corpus" / f"{s}.bin", dtype=meta["dtype"])
                           for s in ("train", "val")])
     assert int((ids == 0).sum()) == 1  # the eos the note names (id 0), read across the cut
+
+
+@pytest.mark.slow
+def test_an_ordinary_added_tokens_text_is_not_noted_a_special_ones_is(qwen, tmp_path, capsys):
+    """Gemma's tokenizer adds HTML tags (``<td>``) as ordinary added tokens, meant to be read
+    as such: an HTML corpus gets no note for them; a special token's text is still noted."""
+    from transformers import AutoTokenizer
+
+    from attnlab.data.corpus import prepare
+    from attnlab.interop.hf_tokenizer import HFTokenizer
+
+    theirs = AutoTokenizer.from_pretrained(qwen)
+    theirs.add_tokens(["<td>"])  # ordinary (special=False)
+    theirs.add_special_tokens({"additional_special_tokens": ["<|cell|>"]})
+    tok = HFTokenizer.from_transformers(theirs)
+    page = tmp_path / "page.html"
+    page.write_text("<table><tr><td>a cell</td></tr></table>\n" * 20, encoding="utf-8")
+    capsys.readouterr()
+    prepare([page], tmp_path / "html", tokenizer=tok)
+    assert "added token" not in capsys.readouterr().err
+    page.write_text(page.read_text() + "a <|cell|> mark\n", encoding="utf-8")
+    prepare([page], tmp_path / "marked", tokenizer=tok)
+    notes = [n for n in capsys.readouterr().err.splitlines() if "added token" in n]
+    assert len(notes) == 1 and notes[0].startswith(
+        f"note: {page} line 21 holds the text of an added token (<|cell|>), ")
