@@ -19,6 +19,13 @@ def qwen(tmp_path_factory):
     return save_chat_model(tmp_path_factory.mktemp("corpus") / "qwen")  # eos <|endoftext|>
 
 
+def _eos_note(where: str, places: str) -> str:
+    return (f"note: {where} holds the text of an added token (<|endoftext|>, the eos token: it "
+            f"ends a document there), which the checkpoint's tokenizer reads as that token, as "
+            f"transformers does, not as text ({places} in the corpus); write it otherwise "
+            f"where it is meant as text")
+
+
 @pytest.mark.slow
 def test_an_added_tokens_text_in_a_corpus_is_said_once_naming_the_file_and_line(
         qwen, tmp_path, capsys):
@@ -33,11 +40,7 @@ def test_an_added_tokens_text_in_a_corpus_is_said_once_naming_the_file_and_line(
     assert main(["prepare", str(text), "--tokenizer", str(qwen), "--out",
                  str(tmp_path / "corpus")]) == 0
     notes = [n for n in capsys.readouterr().err.splitlines() if "added token" in n]
-    assert notes == [
-        f"note: {text} line 121 holds the text of an added token (<|endoftext|>, the eos "
-        f"token: it ends a document there), which the checkpoint's tokenizer reads as that "
-        f"token, as transformers does, not as text (3 places in the corpus); write it "
-        f"otherwise where it is meant as text"]
+    assert notes == [_eos_note(f"{text} line 121", "3 places")]
     meta = json.loads((tmp_path / "corpus" / "meta.json").read_text())
     ids = np.fromfile(tmp_path / "corpus" / "train.bin", dtype=meta["dtype"])
     assert int((ids == 0).sum()) == 2  # what the note says: eos (id 0) inside the one file
@@ -79,11 +82,7 @@ def test_an_added_tokens_text_cut_in_two_between_pieces_is_said(qwen, tmp_path, 
                        AutoTokenizer.from_pretrained(qwen)),
                    chunk_chars=16)
     notes = [n for n in capsys.readouterr().err.splitlines() if "added token" in n]
-    assert notes == [
-        f"note: {text} line 3 holds the text of an added token (<|endoftext|>, the eos "
-        f"token: it ends a document there), which the checkpoint's tokenizer reads as that "
-        f"token, as transformers does, not as text (1 place in the corpus); write it "
-        f"otherwise where it is meant as text"]
+    assert notes == [_eos_note(f"{text} line 3", "1 place")]
     ids = np.concatenate([np.fromfile(tmp_path / "corpus" / f"{s}.bin", dtype=meta["dtype"])
                           for s in ("train", "val")])
     assert int((ids == 0).sum()) == 1  # the eos the note names (id 0), read across the cut
