@@ -1,5 +1,6 @@
 """The lines of a file of inputs (``--input-file``) of ``predict``, ``translate`` and
-``generate``, read once to check every line, then a chunk at a time as they are answered
+``generate``, and of a file of sequences that ``evaluate --data`` scores (reverse, copy, sort),
+read once to check every line, then a chunk at a time as they are answered or scored
 (``InputLines``), and the label of each (``LineLabels``)."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ..data.tables import CHUNK_ROWS, same_both_readings
 from ..errors import UsageError
-from ..tasks.base import refuse_blank
+from .base import refuse_blank
 
 
 def open_inputs(path: str, where: str):
@@ -58,6 +59,9 @@ class InputLines(Sequence):
         command: the command that reads it, for that message.
         flag: the flag that reads a table's column instead, for the message of a Parquet file.
         chunk: lines per chunk.
+        what: the flag that named the file, for the message of a file changed while it was read.
+        blanks: keep blank lines, for the caller to pass over (``evaluate --data`` of
+            sequences), instead of refusing the first.
 
     Raises:
         UsageError: the file is empty, not UTF-8, a Parquet file, or a line is blank; or it is
@@ -73,8 +77,10 @@ class InputLines(Sequence):
     """
 
     def __init__(self, source, where: str, path: str, *, command: str = "predict",
-                 flag: str = "--text-column", chunk: int = CHUNK_ROWS) -> None:
+                 flag: str = "--text-column", chunk: int = CHUNK_ROWS,
+                 what: str = "--input-file", blanks: bool = False) -> None:
         self.path, self.command, self.flag, self.chunk = path, command, flag, chunk
+        self.what, self.blanks = what, blanks
         self._starts: list[int] = []  # the byte offset of each chunk's first line
         self._digests: list = []  # the SHA-256 of each chunk's bytes
         self._held: tuple[int, list[str]] = (-1, [])  # (chunk number, its lines)
@@ -122,7 +128,7 @@ class InputLines(Sequence):
         self._end = offset
         if not count:
             raise UsageError(f"{where}: no inputs (the file is empty)")
-        if blank is not None:
+        if blank is not None and not self.blanks:
             refuse_blank("", f"{where} line {blank}", "; give one input per line")
         return count
 
@@ -146,6 +152,15 @@ class InputLines(Sequence):
     def held(self) -> int:
         """How many lines are held now: at most a chunk's."""
         return len(self._held[1])
+
+    def same_end(self) -> None:
+        """``UsageError`` (``same_both_readings``) when the file no longer ends where its first
+        reading ended: lines appended (or some cut) while it was read, which the chunks read
+        again, each checked against its digest, do not show. Said by a command whose answer is
+        of the whole file (``evaluate``'s scores), once it has read its last chunk."""
+        size = os.fstat(self._file.fileno()).st_size
+        same_both_readings(self.path, f"{self._end} bytes", f"{size} bytes", what=self.what,
+                           command=self.command)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -173,7 +188,7 @@ class InputLines(Sequence):
             # from the file itself, not from what a buffered reader kept of the first reading
             data = os.pread(self._file.fileno(), end - start, start)
             same_both_readings(self.path, self._digests[k], hashlib.sha256(data).hexdigest(),
-                               what="--input-file", command=self.command)
+                               what=self.what, command=self.command)
             self._held = (k, [_line_text(raw, k == 0 and j == 0)
                               for j, raw in enumerate(io.BytesIO(data))])
         return self._held[1]
