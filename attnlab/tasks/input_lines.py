@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ..data.tables import CHUNK_ROWS, same_both_readings
+from ..data.tables import CHUNK_ROWS, refuse_utf16, same_both_readings
 from ..errors import UsageError
 from .base import refuse_blank
 
@@ -133,6 +133,7 @@ class InputLines(Sequence):
         return count
 
     def _not_utf8(self, where: str, head: bytes, line: int) -> str:
+        refuse_utf16(head, where)  # Excel's and Notepad's "Unicode text", as other readers say
         if head == b"PAR1":  # Parquet's magic bytes
             return (f"{where}: is a Parquet file; give a text file of inputs, one per line, or "
                     f"{self.flag} NAME for the texts of its column NAME")

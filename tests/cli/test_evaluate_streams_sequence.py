@@ -161,3 +161,14 @@ def test_blank_lines_are_kept_for_the_caller_to_pass_over():
     assert InputLines(io.BytesIO(text), "--data f", "f", blanks=True) == ["1 2", "", " \t", "3"]
     with pytest.raises(UsageError, match="line 2 is empty"):
         InputLines(io.BytesIO(text), "--input-file f", "f")
+
+
+@pytest.mark.parametrize("flag", ["--data", "--input-file"])
+def test_a_utf16_file_is_named_so(flag):
+    """Excel's and Notepad's "Unicode text": said as every data reader says it (evaluate --data
+    of sequences said so when it read the file whole), not as a line that is not UTF-8."""
+    text = "1 2\n3 4\n".encode("utf-16")
+    with pytest.raises(UsageError) as refused:
+        InputLines(io.BytesIO(text), f"{flag} u.txt", "u.txt")
+    assert str(refused.value) == (f"{flag} u.txt: the file is UTF-16 (it starts with a UTF-16 "
+                                  f"byte-order mark); save it as UTF-8")

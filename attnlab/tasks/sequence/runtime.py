@@ -112,7 +112,7 @@ def _hits(predictions: torch.Tensor, labels: torch.Tensor, counted: torch.Tensor
             int((correct | ~counted).all(-1).sum()), len(correct))
 
 
-def _accuracies(hits: tuple[int, int, int, int], prefix: str) -> dict[str, float]:
+def _accuracies(hits: tuple[int, ...], prefix: str) -> dict[str, float]:
     """Token and whole-sequence accuracy of ``_hits``' counts, each their exact ratio."""
     return {f"{prefix}token_accuracy": ratio(hits[0], hits[1]),
             f"{prefix}sequence_accuracy": ratio(hits[2], hits[3])}
@@ -254,7 +254,8 @@ def _file_metrics(task: Task, model, cfg: RunSettings, path: Path, run_dir: Path
         if not total:
             raise UsageError(f"{where} holds no sequences (one per line, tokens separated by "
                              f"spaces)")
-        counts, nan, started = (0, 0, 0, 0), False, time.perf_counter()
+        counts: tuple[int, ...] = (0, 0, 0, 0)
+        nan, started = False, time.perf_counter()
         with said_once(total):  # the NaN outputs: said once, of them all
             for numbers, rows in _chunks(cfg, lines, where):
                 inputs, lengths, _ = _padded(task, cfg, rows)
