@@ -12,8 +12,9 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
-from ..data.tables import CHUNK_ROWS, refuse_utf16, same_both_readings
+from ..data.tables import CHUNK_ROWS, _decode, same_both_readings
 from ..errors import UsageError
 from .base import refuse_blank
 
@@ -113,7 +114,7 @@ class InputLines(Sequence):
                 try:
                     text = _line_text(raw, count == 1)
                 except UnicodeDecodeError:
-                    raise UsageError(self._not_utf8(where, head, count)) from None
+                    self._refuse_undecodable(raw, where, head, count)
                 if count == 1 and raw in (b"", b"\xef\xbb\xbf"):
                     count = 0  # a byte-order mark alone: no line ("\r" alone is a blank one)
                 elif blank is None and not text.strip():
@@ -132,12 +133,15 @@ class InputLines(Sequence):
             refuse_blank("", f"{where} line {blank}", "; give one input per line")
         return count
 
-    def _not_utf8(self, where: str, head: bytes, line: int) -> str:
-        refuse_utf16(head, where)  # Excel's and Notepad's "Unicode text", as other readers say
+    def _refuse_undecodable(self, raw: bytes, where: str, head: bytes, line: int) -> NoReturn:
+        """UsageError of the bytes ``raw`` of line ``line``, which are not UTF-8: a Parquet
+        file named so, else said as every data reader says it (``_decode``: UTF-16, gzip, or
+        the byte, its column and the advice)."""
         if head == b"PAR1":  # Parquet's magic bytes
-            return (f"{where}: is a Parquet file; give a text file of inputs, one per line, or "
-                    f"{self.flag} NAME for the texts of its column NAME")
-        return f"{where} line {line}: not UTF-8 text"
+            raise UsageError(f"{where}: is a Parquet file; give a text file of inputs, one per "
+                             f"line, or {self.flag} NAME for the texts of its column NAME")
+        _decode(raw, where, line)
+        raise AssertionError(f"{where} line {line}: decoded here, not by _line_text")
 
     def __len__(self) -> int:
         return self._count

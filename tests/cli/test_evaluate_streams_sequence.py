@@ -6,6 +6,7 @@ key to the last digit. A file appended to or changed while it is read is named. 
 made small here (7 lines) so that a file of 61 sequences has nine."""
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
@@ -172,3 +173,21 @@ def test_a_utf16_file_is_named_so(flag):
         InputLines(io.BytesIO(text), f"{flag} u.txt", "u.txt")
     assert str(refused.value) == (f"{flag} u.txt: the file is UTF-16 (it starts with a UTF-16 "
                                   f"byte-order mark); save it as UTF-8")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("content, said", [
+    (b"3 1\n\n2 7\n5 \xff 6\n",
+     " line 4: not valid UTF-8 (byte 0xff at column 3); save the file as UTF-8"),
+    (gzip.compress(b"3 1\n2 7\n", mtime=0), " is gzip-compressed, not text; decompress it first "
+                                             "(gunzip -k FILE) and give the text file"),
+], ids=["not-utf8", "gzip"])
+def test_a_file_that_is_no_text_is_said_as_every_reader_says_it(
+        reverse_run, tmp_path, capsys, content, said):
+    """The byte and its column of a line that is not UTF-8, and a gzip file, as every data
+    reader names them (they were 'not UTF-8 text')."""
+    path = tmp_path / "seqs.txt"
+    path.write_bytes(content)
+    out, err = _evaluate(capsys, reverse_run, path, code=2)
+    assert out == ""
+    assert err == f"attnlab: error: --data {path}{said}\n"
