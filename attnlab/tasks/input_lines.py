@@ -62,11 +62,13 @@ class InputLines(Sequence):
         chunk: lines per chunk.
         what: the flag that named the file, for the message of a file changed while it was read.
         blanks: keep blank lines, for the caller to pass over (``evaluate --data`` of
-            sequences), instead of refusing the first.
+            sequences), instead of refusing the first; and an empty file, of no lines, for
+            the caller to name as it names one of blank lines.
 
     Raises:
-        UsageError: the file is empty, not UTF-8, a Parquet file, or a line is blank; or it is
-            read once and its copy cannot be written (a full temporary directory).
+        UsageError: the file is empty (without ``blanks``), not UTF-8, a Parquet file, or a
+            line is blank; or it is read once and its copy cannot be written (a full
+            temporary directory).
 
     Examples:
         >>> import io
@@ -128,7 +130,9 @@ class InputLines(Sequence):
                 raise UsageError(_cannot_copy(where, self.path, e)) from None
         self._end = offset
         if not count:
-            raise UsageError(f"{where}: no inputs (the file is empty)")
+            self._starts, self._digests = [], []  # a byte-order mark alone: no chunk either
+            if not self.blanks:
+                raise UsageError(f"{where}: no inputs (the file is empty)")
         if blank is not None and not self.blanks:
             refuse_blank("", f"{where} line {blank}", "; give one input per line")
         return count

@@ -162,6 +162,8 @@ def test_blank_lines_are_kept_for_the_caller_to_pass_over():
     assert InputLines(io.BytesIO(text), "--data f", "f", blanks=True) == ["1 2", "", " \t", "3"]
     with pytest.raises(UsageError, match="line 2 is empty"):
         InputLines(io.BytesIO(text), "--input-file f", "f")
+    for empty in (b"", b"\xef\xbb\xbf"):  # no line: the caller says it, as of blank lines
+        assert list(InputLines(io.BytesIO(empty), "--data f", "f", blanks=True)) == []
 
 
 @pytest.mark.parametrize("flag", ["--data", "--input-file"])
@@ -181,11 +183,15 @@ def test_a_utf16_file_is_named_so(flag):
      " line 4: not valid UTF-8 (byte 0xff at column 3); save the file as UTF-8"),
     (gzip.compress(b"3 1\n2 7\n", mtime=0), " is gzip-compressed, not text; decompress it first "
                                              "(gunzip -k FILE) and give the text file"),
-], ids=["not-utf8", "gzip"])
-def test_a_file_that_is_no_text_is_said_as_every_reader_says_it(
+    (b"", " holds no sequences (one per line, tokens separated by spaces)"),
+    (b"\xef\xbb\xbf", " holds no sequences (one per line, tokens separated by spaces)"),
+    (b"\n \r\n\t\n", " holds no sequences (one per line, tokens separated by spaces)"),
+], ids=["not-utf8", "gzip", "empty", "bom-only", "blank-lines"])
+def test_a_file_that_is_no_text_or_holds_no_sequence_is_said_as_every_reader_says_it(
         reverse_run, tmp_path, capsys, content, said):
     """The byte and its column of a line that is not UTF-8, and a gzip file, as every data
-    reader names them (they were 'not UTF-8 text')."""
+    reader names them (they were 'not UTF-8 text'); an empty file, a byte-order mark alone or
+    blank lines alone in one wording (an empty one was 'no inputs')."""
     path = tmp_path / "seqs.txt"
     path.write_bytes(content)
     out, err = _evaluate(capsys, reverse_run, path, code=2)
