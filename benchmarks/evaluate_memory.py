@@ -10,13 +10,18 @@ this one (torch already imported, so every process starts from the same memory):
 - ``evaluate --data FILE``: read, checked and scored a chunk of rows at a time;
 - ``predict --input-file`` of the same inputs (no labels): the streaming reader alone, the
   anchor that evaluate is compared with;
-- for reverse, copy and sort, ``whole``: the file read whole and scored in one call, as
-  ``evaluate --data`` did before it streamed (the same metrics, computed here), the "before".
+- for reverse, copy and sort, ``whole``: the file read whole and scored in one call, the way
+  ``evaluate --data`` did before it streamed, written out here (``_whole``). It is a stand-in
+  for the code before, not that code: it loads the run with ``attnlab.load`` rather than
+  through the ``evaluate`` command, decodes with ``read_text``, and skips the command's
+  checks of each line's name and of NaN outputs. Its peak and time are therefore not those of
+  the ``evaluate`` of the commit before streaming; measure that commit itself (check it out,
+  run ``evaluate --data`` of the same file) for the ratio a user would see.
 
 It prints each peak (the process's maximum resident set, ``ru_maxrss``) and time, then the
 ratios: evaluate's peak at the largest file over that at the smallest (1.0: memory does not
-grow with the file), evaluate's over predict's, and whole's over evaluate's. Not a test: the
-numbers depend on the machine and its load.
+grow with the file), evaluate's over predict's, and whole's (the stand-in's) over
+evaluate's. Not a test: the numbers depend on the machine and its load.
 """
 from __future__ import annotations
 
@@ -102,7 +107,8 @@ def train(task: str, out: Path, data_dir: Path) -> Path:
 
 
 def _whole(run: Path, data: Path) -> None:
-    """reverse, copy, sort: the file read whole and scored in one call, as before it streamed."""
+    """reverse, copy, sort: the file read whole and scored in one call, as before it streamed:
+    a stand-in written here, not the ``evaluate`` command of before (module docstring)."""
     import torch
 
     import attnlab
@@ -157,6 +163,8 @@ def main(argv=None) -> int:
     import torch  # noqa: F401 - before the forks, so each starts with it loaded
 
     torch.set_num_threads(1)
+    print("whole: a file read whole and scored at once, written out here as the code before "
+          "streaming did it; not that code (its peak and time differ)", flush=True)
     print(f"evaluate memory: rows {args.rows}; {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f}", flush=True)
     results: dict = {}
@@ -188,7 +196,8 @@ def main(argv=None) -> int:
                     f"{ev[big] / results[(task, big, 'predict')][0]:.2f}x")
             if "whole" in kinds:
                 whole, streamed = results[(task, big, "whole")], results[(task, big, "evaluate")]
-                line += (f"; whole/evaluate at {big:,}: {whole[0] / streamed[0]:.2f}x peak, "
+                line += (f"; whole (a stand-in for the code before, not it)/evaluate at "
+                         f"{big:,}: {whole[0] / streamed[0]:.2f}x peak, "
                          f"{whole[1] / streamed[1]:.2f}x time")
             print(line, flush=True)
     print(json.dumps({"|".join(map(str, k)): v for k, v in results.items()}))
