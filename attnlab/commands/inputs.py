@@ -30,7 +30,7 @@ from ..errors import UsageError
 from ..notes import progress
 from ..runs import strict_json
 from ..tasks.base import check_each, each_read, line_of, refuse_blank
-from .input_lines import InputLines, LineLabels, open_inputs
+from ..tasks.input_lines import InputLines, LineLabels, open_inputs
 
 
 def add_input_file_flags(parser, what: str = "input", column: str = "--text-column") -> None:

@@ -43,8 +43,8 @@ from .headers import check_unique, missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
-           "decode_utf8", "read_whole_as_text", "RowsFile", "table_chunks", "text_lines",
-           "same_both_readings", "CHUNK_ROWS"]
+           "refuse_gzip", "decode_utf8", "read_whole_as_text", "RowsFile", "table_chunks",
+           "text_lines", "same_both_readings", "CHUNK_ROWS"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -554,6 +554,14 @@ def refuse_utf16(head: bytes, where: str) -> None:
                          f"mark); save it as UTF-8")
 
 
+def refuse_gzip(head: bytes, where: str) -> None:
+    """UsageError when a file's first bytes ``head`` are gzip's magic bytes: a compressed file
+    (``notes.txt.gz``), whose bytes are no text."""
+    if head.startswith(b"\x1f\x8b"):
+        raise UsageError(f"{where} is gzip-compressed, not text; decompress it first "
+                         f"(gunzip -k FILE) and give the text file")
+
+
 # a NUL byte this near the start says binary or UTF-16 without its mark (both show one in
 # their first bytes); further in, it is a stray character of a text (scraped dumps hold them)
 NUL_HEAD = 1 << 16
@@ -568,9 +576,7 @@ def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
     would decode as "valid" UTF-8); a NUL further in is a character of the text."""
     if read == 0:
         refuse_utf16(raw, where)
-        if raw.startswith(b"\x1f\x8b"):  # gzip's magic bytes
-            raise UsageError(f"{where} is gzip-compressed, not text; decompress it first "
-                             f"(gunzip -k FILE) and give the text file")
+        refuse_gzip(raw, where)
     start = read - len(decoder.getstate()[0])  # the byte where the text decoded here starts
     try:
         text = decoder.decode(raw, final=not raw)
@@ -592,6 +598,7 @@ def _decode(data: bytes, where: str, line: int = 1) -> str:
     first = line == 1
     if first:
         refuse_utf16(data, where)
+        refuse_gzip(data, where)
     try:
         return data.decode("utf-8-sig" if first else "utf-8")
     except UnicodeDecodeError as e:

@@ -99,7 +99,8 @@ def test_generate_says_what_its_output_holds_when_the_file_changed(tmp_path, cap
 
 
 @pytest.mark.parametrize("content, said", [
-    (b"1 2\n" * CHUNK_ROWS + b"3\n \n" + b"\xff\n", " line {n}: not UTF-8 text"),  # as before
+    (b"1 2\n" * CHUNK_ROWS + b"3\n \n" + b"\xff\n",
+     " line {n}: not valid UTF-8 (byte 0xff at column 1); save the file as UTF-8"),
     (b"1 2\n" * (2 * CHUNK_ROWS) + b"\t\n1\n", " line {m} is empty; give one input per line"),
     (b"\xef\xbb\xbf", ": no inputs (the file is empty)"),
     (b"\r", " line 1 is empty; give one input per line"),  # as before: not "no inputs"

@@ -124,7 +124,8 @@ def test_standard_input_closed_is_one_error(runs, monkeypatch, capsys):
     (b"3 1 4\n\n2 7\n", "--input-file {p} line 2 is empty; give one input per line"),
     (b"3 1 4\n2 7\n3 x 1\n", "--input-file {p} line 3: token 'x' is not a symbol of this model"),
     (b"", "--input-file {p}: no inputs (the file is empty)"),
-    (b"3 1\n\xff\xfe 2\n", "--input-file {p} line 2: not UTF-8 text"),
+    (b"3 1\n\xff\xfe 2\n",
+     "--input-file {p} line 2: not valid UTF-8 (byte 0xff at column 1); save the file as UTF-8"),
 ])
 def test_a_bad_line_is_named_and_nothing_is_predicted(runs, content, said, tmp_path, capsys):
     run, _ = runs["reverse"]

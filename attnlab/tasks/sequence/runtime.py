@@ -13,23 +13,26 @@ Shapes: N sequences, T = seq_len, C = num_categories, L layers, H heads.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ...data import SequenceDataset, batch_loader, make_labels, pad_to_length
-from ...data.tables import _decode, read_bytes
+from ...data.tables import CHUNK_ROWS
 from ...errors import UsageError
 from ...models.configs import ElementPredictorConfig
 from ...models.predictor import ElementPredictor
+from ...notes import progress, said_once
 from ...paths import not_found
 from ...run_config import RunSettings
 from ...runs import load_weights
 from ...viz import lr_curve, plot_attention, plot_lr_schedule
 from ...explorer.record import fit_weights_text
-from ..base import (FINITE, Task, attends, config_from_run, decimal, each_input, fraction,
-                    loads, predicts, rng_kept, without_nan_metrics)
+from ..base import (FINITE, Task, attends, config_from_run, decimal, each_input, loads,
+                    null_scores, predicts, ratio, rng_kept, said_nan, without_nan_metrics)
+from ..input_lines import InputLines, open_inputs
 from ..spaced_input import spaced_tokens
 
 __all__ = ["model_config_of", "build_model", "parse_tokens", "sequence_metrics", "dataset", "run",
@@ -89,7 +92,8 @@ def sequence_metrics(model, inputs: torch.Tensor, labels: torch.Tensor,
     With ``lengths`` (N,), only the first lengths[i] output positions of row i count (inputs of
     a shorter sequence padded by ``pad_to_length``).
     """
-    return _accuracies(model.predict(inputs), labels, _counted(inputs, lengths), prefix)
+    counted = _counted(inputs, lengths)
+    return _accuracies(_hits(model.predict(inputs), labels, counted), prefix)
 
 
 def _counted(inputs: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
@@ -99,21 +103,27 @@ def _counted(inputs: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor
     return torch.arange(inputs.shape[1])[None, :] < lengths[:, None]  # (N, T)
 
 
-def _accuracies(predictions: torch.Tensor, labels: torch.Tensor, counted: torch.Tensor,
-                prefix: str) -> dict[str, float]:
-    """Token and whole-sequence accuracy of ``predictions`` (N, T), ``counted`` positions."""
+def _hits(predictions: torch.Tensor, labels: torch.Tensor, counted: torch.Tensor
+          ) -> tuple[int, int, int, int]:
+    """(right tokens, tokens, right sequences, sequences) of ``predictions`` (N, T) at the
+    ``counted`` positions: counts, which the chunks of a file add up to those of all its rows."""
     correct = predictions == labels  # (N, T)
-    return {f"{prefix}token_accuracy": fraction(correct, counted),
-            f"{prefix}sequence_accuracy": fraction((correct | ~counted).all(-1))}
+    return (int((correct & counted).sum()), int(counted.sum()),
+            int((correct | ~counted).all(-1).sum()), len(correct))
 
 
-def _scored(model, inputs: torch.Tensor, labels: torch.Tensor,
-            lengths: torch.Tensor | None) -> tuple[dict[str, float], list[bool]]:
-    """(``sequence_metrics``, for each row whether its counted outputs are all finite)."""
+def _accuracies(hits: tuple[int, ...], prefix: str) -> dict[str, float]:
+    """Token and whole-sequence accuracy of ``_hits``' counts, each their exact ratio."""
+    return {f"{prefix}token_accuracy": ratio(hits[0], hits[1]),
+            f"{prefix}sequence_accuracy": ratio(hits[2], hits[3])}
+
+
+def _scored(model, inputs: torch.Tensor, labels: torch.Tensor, lengths: torch.Tensor | None
+            ) -> tuple[tuple[int, int, int, int], list[bool]]:
+    """(``_hits``' counts, for each row whether its counted outputs are all finite)."""
     predictions, finite = model.predict(inputs, finite=True)  # (N, T) each
     counted = _counted(inputs, lengths)
-    return (_accuracies(predictions, labels, counted, "test_"),
-            (finite | ~counted).all(-1).tolist())
+    return _hits(predictions, labels, counted), (finite | ~counted).all(-1).tolist()
 
 
 def dataset(task: Task, cfg: RunSettings, split: str) -> SequenceDataset:
@@ -215,31 +225,62 @@ def evaluate(task: Task, run_dir: Path, cfg: RunSettings, data: str | None) -> d
     model = load(task, run_dir, cfg)
     if data is None:
         test = dataset(task, cfg, "test")
-        metrics, finite = _scored(model, test.inputs, test.labels, None)
+        hits, finite = _scored(model, test.inputs, test.labels, None)
         labels = [f"test sequence {i}" for i in range(1, len(finite) + 1)]
-        return without_nan_metrics(metrics, finite, labels, run_dir)
+        return without_nan_metrics(_accuracies(hits, "test_"), finite, labels, run_dir)
     path = Path(data)
     if path.is_dir():
         raise UsageError(f"--data {path}: is a directory, not a file of sequences")
     if not path.is_file():
         raise not_found("--data", path)
-    # as every data file is decoded: a byte-order mark (Notepad's) is no part of the first
-    # token, which would otherwise be refused as a symbol that prints like a digit
-    text = _decode(read_bytes(path), f"--data {path}")
-    lines = enumerate(text.split("\n"), 1)  # "\n" only, as --input-file (a "\r" is white space)
-    numbered = [(i, line) for i, line in lines if line.strip()]
-    rows = [parse_tokens(line, cfg.num_categories, cfg.seq_len, what=f"--data {path} line {i}")
-            for i, line in numbered]
-    if not rows:
-        raise UsageError(f"--data {path} holds no sequences (one per line, tokens separated "
-                         f"by spaces)")
-    inputs, lengths, _ = _padded(task, cfg, rows)
-    labels = torch.zeros_like(inputs)  # (N, T); past each row's length, not counted
-    for i, r in enumerate(rows):
-        labels[i, : len(r)] = make_labels(task.name, torch.tensor([r]))[0]
-    metrics, finite = _scored(model, inputs, labels, lengths)
-    return without_nan_metrics(metrics, finite, [f"--data {path} line {i}" for i, _ in numbered],
-                               run_dir)
+    return _file_metrics(task, model, cfg, path, run_dir)
+
+
+def _file_metrics(task: Task, model, cfg: RunSettings, path: Path, run_dir: Path
+                  ) -> dict[str, float]:
+    """``evaluate --data FILE``: its sequences read, checked and scored ``CHUNK_ROWS`` lines
+    at a time (``InputLines``, the reader of ``predict --input-file``), after a first pass
+    that checks every line: what is held grows with the chunk, not the file (10^5 lines held
+    them all, their tensors too), a bad line anywhere is named before any is scored, the
+    scores are those of all the lines at once (``_hits``' counts, summed), a long file says
+    on stderr how far it is, and a file changed or appended to while it is read is refused."""
+    where = f"--data {path}"
+    with open_inputs(str(path), where) as source:
+        # "\n" ends a line, as in --input-file (a "\r" is white space); a byte-order mark
+        # (Notepad's) is no part of the first token; blank lines are passed over
+        lines = InputLines(source, where, str(path), command="evaluate", chunk=CHUNK_ROWS,
+                           what="--data", blanks=True)
+        total = sum(len(rows) for _, rows in _chunks(cfg, lines, where))  # every line checked
+        if not total:
+            raise UsageError(f"{where} holds no sequences (one per line, tokens separated by "
+                             f"spaces)")
+        counts: tuple[int, ...] = (0, 0, 0, 0)
+        nan, started = False, time.perf_counter()
+        with said_once(total):  # the NaN outputs: said once, of them all
+            for numbers, rows in _chunks(cfg, lines, where):
+                inputs, lengths, _ = _padded(task, cfg, rows)
+                labels = torch.zeros_like(inputs)  # (N, T); past each row's length, not counted
+                for i, r in enumerate(rows):
+                    labels[i, : len(r)] = make_labels(task.name, torch.tensor([r]))[0]
+                hits, finite = _scored(model, inputs, labels, lengths)
+                nan |= said_nan(finite, [f"{where} line {n}" for n in numbers], run_dir)
+                before, counts = counts[3], tuple(a + b for a, b in zip(counts, hits))
+                progress("evaluate", before, counts[3], total, started, CHUNK_ROWS, "sequences")
+        lines.same_end()
+    metrics = _accuracies(counts, "test_")
+    return null_scores(metrics) if nan else metrics
+
+
+def _chunks(cfg: RunSettings, lines: InputLines, where: str):
+    """(line numbers, symbols) of the sequences of each chunk of ``lines`` that holds one,
+    each line checked (``parse_tokens``: the line named)."""
+    for start in range(0, len(lines), lines.chunk):
+        numbered = [(start + j + 1, line)
+                    for j, line in enumerate(lines[start:start + lines.chunk]) if line.strip()]
+        if numbered:
+            yield ([n for n, _ in numbered],
+                   [parse_tokens(line, cfg.num_categories, cfg.seq_len, what=f"{where} line {n}")
+                    for n, line in numbered])
 
 
 def _maps(task: Task, model, cfg: RunSettings, tokens: list[int], n: int):

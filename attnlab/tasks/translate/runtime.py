@@ -45,9 +45,10 @@ from ..base import (FINITE, attends, config_from_run, input_name, input_texts, l
 from .data import (TranslationTokenizers, builtin_splits, evaluation_pairs, file_splits,
                    fit_tokenizer, pair_chunks, resolve_tokenizer, see_sources, spell_digits,
                    trained_sources)
-from .scoring import (Tally, bleu_tokenize_of, check_source_lengths, compute_test_metrics, pad,
-                      resolve_bleu_tokenize, scores_by_length, scored_translations,
-                      translate_texts, unfinished_note, validation_scores)
+from .scoring import (LengthTally, Tally, bleu_tokenize_of, check_source_lengths,
+                      compute_test_metrics, length_buckets, pad, resolve_bleu_tokenize,
+                      scores_by_length, scored_translations, translate_texts, unfinished_note,
+                      validation_scores)
 
 __all__ = ["encode_pairs", "stream_batches", "padded_loader", "model_config_of", "build_model",
            "cross_attention_maps", "read_init", "check_init_lengths", "run", "load",
@@ -557,7 +558,7 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     """The test metrics of the run's held-out pairs, or of ``--data FILE``'s pairs (of the
     int8 model with ``quantize="int8"``)."""
     if data is not None:
-        return _file_metrics(task, run_dir, cfg, data, quantize)
+        return _file_metrics(task, run_dir, cfg, data, quantize)[0]
     test, labels, trained = evaluation_pairs(cfg, data)
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     metrics = compute_test_metrics(model, tok, test, cfg, labels, run_dir)[0]
@@ -565,36 +566,44 @@ def evaluate(task, run_dir: Path, cfg: RunSettings, data: str | None, *,
     return metrics
 
 
-def _file_metrics(task, run_dir: Path, cfg: RunSettings, data: str,
-                  quantize: str | None) -> dict[str, float]:
+def _file_metrics(task, run_dir: Path, cfg: RunSettings, data: str, quantize: str | None,
+                  by_length: bool = False) -> tuple[dict[str, float], list[dict], int]:
     """``evaluate --data FILE``: its pairs read, translated and scored ``CHUNK_ROWS`` at a
     time (``Tally``: the scores of all of them, exact), after a first pass that checks every
     pair (its source's digits and length) and counts the references' words (``auto``'s BLEU
     tokenisation), keeping none: what is held grows with the chunk, not the file, a bad pair
     anywhere is refused before any is translated, and a long file says on stderr how far it
-    is."""
+    is. With ``by_length``, also the rows of ``scores_by_length`` (``LengthTally``, its buckets
+    from the first pass's source lengths), else none; and how many pairs there are."""
     tok = TranslationTokenizers.load(Path(run_dir) / "tokenizer.json",
                                      strip_sources=cfg.sources_stripped)
     reach = _source_reach(cfg)
-    trained, total, words = trained_sources(cfg), 0, 0
+    trained, total, words, lengths = trained_sources(cfg), 0, 0, set()
     for pairs, labels, chunk in pair_chunks(cfg, data, CHUNK_ROWS):
-        check_source_lengths(tok.encode_sources([s for s, _ in pairs]), reach, labels)
+        ids = tok.encode_sources([s for s, _ in pairs])
+        check_source_lengths(ids, reach, labels)
+        lengths.update(map(len, ids))  # the lengths there are, for --by-length's buckets
         see_sources(trained, cfg, pairs, chunk)
         total, words = total + len(pairs), words + sum(len(t.split()) for _, t in pairs)
     digest = chunk.sha256
     model, tok = load(task, run_dir, cfg, quantize=quantize)
     tally = Tally(bleu_tokenize_of(words, total, cfg.bleu_tokenize), cfg.normalize)
+    by = LengthTally(length_buckets(sorted(lengths)) if by_length else [], cfg.normalize)
     started, nan = time.perf_counter(), False
     with said_once(total):  # the notes of cut and NaN translations: once, of them all
         for pairs, labels, chunk in pair_chunks(cfg, data, CHUNK_ROWS):
             before = tally.pairs
             hyps, nan_here = scored_translations(model, tok, pairs, cfg, labels, run_dir)
-            tally.add(hyps, [t for _, t in pairs])
+            refs = [t for _, t in pairs]
+            tally.add(hyps, refs)
+            if by_length:
+                by.add([len(ids) for ids in tok.encode_sources([s for s, _ in pairs])], hyps,
+                       refs)
             nan |= nan_here
             progress("evaluate", before, tally.pairs, total, started, CHUNK_ROWS, "pairs")
     same_both_readings(chunk.path, digest, chunk.sha256)
     _warn(trained and trained.note(f"--data {data}"))
-    return null_scores(tally.scores()) if nan else tally.scores()
+    return null_scores(tally.scores()) if nan else tally.scores(), by.rows(), total
 
 
 def _source_reach(cfg: RunSettings) -> int | None:
@@ -606,12 +615,17 @@ def _source_reach(cfg: RunSettings) -> int | None:
 def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
                        out: Path, *, quantize: str | None = None):
     """``attnlab evaluate DIR --by-length``: (the test metrics, their rows per source-length
-    bucket); draws the figure ``out``, its title naming the pairs scored."""
-    test, labels, trained = evaluation_pairs(cfg, data)
-    model, tok = load(task, run_dir, cfg, quantize=quantize)
-    metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels, run_dir)
-    _warn(trained)
-    rows = scores_by_length(tok, test, hyps, cfg.normalize)
+    bucket); draws the figure ``out``, its title naming the pairs scored. ``data`` is read,
+    translated and scored a chunk at a time, as ``evaluate --data`` reads it
+    (``_file_metrics``)."""
+    if data is not None:
+        metrics, rows, count = _file_metrics(task, run_dir, cfg, data, quantize, by_length=True)
+    else:
+        test, labels, trained = evaluation_pairs(cfg, data)
+        model, tok = load(task, run_dir, cfg, quantize=quantize)
+        metrics, hyps = compute_test_metrics(model, tok, test, cfg, labels, run_dir)
+        _warn(trained)
+        rows, count = scores_by_length(tok, test, hyps, cfg.normalize), len(test)
     nan = any(value != value for value in metrics.values())
     if nan:  # NaN outputs: null, as the totals (and the figure says why it is empty)
         rows = null_scores(rows)
@@ -621,7 +635,7 @@ def evaluate_by_length(task, run_dir: Path, cfg: RunSettings, data: str | None,
                         "chrF / 100": [r["chrf"] / 100 for r in rows]},
                        [r["lengths"] for r in rows], out,
                        title=f"{cfg.arch}: score by source length, "
-                             f"{scored} ({len(test):,} pairs)"
+                             f"{scored} ({count:,} pairs)"
                              + ("\nno scores: the model's outputs are NaN" if nan else ""))
     except OSError as e:  # a read-only run directory: say which file, no traceback
         raise UsageError(f"--out {out}: cannot write it ({e.strerror or e})") from None

@@ -285,18 +285,48 @@ def scores_by_length(tok: TranslationTokenizers, pairs, hyps: list[str],
     per non-empty bucket, ``{"lengths": "a-b", "first", "last", "pairs", "exact_match",
     "chrf"}``; texts compared in one form as ``score`` compares them (``same_form``)."""
     lengths = [len(ids) for ids in tok.encode_sources([s for s, _ in pairs])]
-    rows = []
-    for first, last in length_buckets(lengths):
-        chosen = [i for i, n in enumerate(lengths) if first <= n <= last]
-        if not chosen:
-            continue
-        refs = same_form([pairs[i][1] for i in chosen], run_form)
-        outs = same_form([hyps[i] for i in chosen], run_form)
-        exact = sum(h.strip() == r.strip() for h, r in zip(outs, refs)) / len(chosen)
-        rows.append({"lengths": f"{first}-{last}" if last > first else str(first),
-                     "first": first, "last": last, "pairs": len(chosen),
-                     "exact_match": exact, "chrf": sacrebleu.corpus_chrf(outs, [refs]).score})
-    return rows
+    tally = LengthTally(length_buckets(lengths), run_form)
+    tally.add(lengths, hyps, [t for _, t in pairs])
+    return tally.rows()
+
+
+class LengthTally:
+    """``scores_by_length``'s rows of pairs added a chunk at a time (``add``), exactly those of
+    all of them at once: a ``Tally`` per bucket of source lengths (``length_buckets`` of every
+    pair's, known before the first is added), so that ``evaluate --by-length --data FILE``
+    holds a chunk of pairs, not the file.
+
+    Examples:
+        >>> tally = LengthTally([(1, 2), (3, 4)])
+        >>> tally.add([1, 4], ["one", "four"], ["one", "for"])
+        >>> tally.add([2], ["two"], ["two"])
+        >>> [(r["lengths"], r["pairs"], r["exact_match"]) for r in tally.rows()]
+        [('1-2', 2, 1.0), ('3-4', 1, 0.0)]
+    """
+
+    def __init__(self, buckets: list[tuple[int, int]], run_form: str | None = None) -> None:
+        self.buckets = buckets
+        self.tallies = [Tally("13a", run_form) for _ in buckets]  # BLEU unused: any tokeniser
+
+    def add(self, lengths: list[int], hyps: list[str], refs: list[str]) -> None:
+        """Count the translations ``hyps`` of one chunk's sources of ``lengths`` tokens against
+        their references ``refs``, each in its length's bucket."""
+        for (first, last), tally in zip(self.buckets, self.tallies):
+            chosen = [i for i, n in enumerate(lengths) if first <= n <= last]
+            if chosen:
+                tally.add([hyps[i] for i in chosen], [refs[i] for i in chosen])
+
+    def rows(self) -> list[dict]:
+        """One row per bucket that holds a pair (``scores_by_length``'s)."""
+        rows = []
+        for (first, last), tally in zip(self.buckets, self.tallies):
+            if tally.pairs:
+                scores = tally.scores()
+                rows.append({"lengths": f"{first}-{last}" if last > first else str(first),
+                             "first": first, "last": last, "pairs": tally.pairs,
+                             "exact_match": scores["test_exact_match"],
+                             "chrf": scores["test_chrf"]})
+        return rows
 
 
 def by_length_table(rows: list[dict]) -> str:

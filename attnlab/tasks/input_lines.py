@@ -1,5 +1,6 @@
 """The lines of a file of inputs (``--input-file``) of ``predict``, ``translate`` and
-``generate``, read once to check every line, then a chunk at a time as they are answered
+``generate``, and of a file of sequences that ``evaluate --data`` scores (reverse, copy, sort),
+read once to check every line, then a chunk at a time as they are answered or scored
 (``InputLines``), and the label of each (``LineLabels``)."""
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
-from ..data.tables import CHUNK_ROWS, same_both_readings
+from ..data.tables import CHUNK_ROWS, _decode, same_both_readings
 from ..errors import UsageError
-from ..tasks.base import refuse_blank
+from .base import refuse_blank
 
 
 def open_inputs(path: str, where: str):
@@ -58,10 +60,15 @@ class InputLines(Sequence):
         command: the command that reads it, for that message.
         flag: the flag that reads a table's column instead, for the message of a Parquet file.
         chunk: lines per chunk.
+        what: the flag that named the file, for the message of a file changed while it was read.
+        blanks: keep blank lines, for the caller to pass over (``evaluate --data`` of
+            sequences), instead of refusing the first; and an empty file, of no lines, for
+            the caller to name as it names one of blank lines.
 
     Raises:
-        UsageError: the file is empty, not UTF-8, a Parquet file, or a line is blank; or it is
-            read once and its copy cannot be written (a full temporary directory).
+        UsageError: the file is empty (without ``blanks``), not UTF-8, a Parquet file, or a
+            line is blank; or it is read once and its copy cannot be written (a full
+            temporary directory).
 
     Examples:
         >>> import io
@@ -73,8 +80,10 @@ class InputLines(Sequence):
     """
 
     def __init__(self, source, where: str, path: str, *, command: str = "predict",
-                 flag: str = "--text-column", chunk: int = CHUNK_ROWS) -> None:
+                 flag: str = "--text-column", chunk: int = CHUNK_ROWS,
+                 what: str = "--input-file", blanks: bool = False) -> None:
         self.path, self.command, self.flag, self.chunk = path, command, flag, chunk
+        self.what, self.blanks = what, blanks
         self._starts: list[int] = []  # the byte offset of each chunk's first line
         self._digests: list = []  # the SHA-256 of each chunk's bytes
         self._held: tuple[int, list[str]] = (-1, [])  # (chunk number, its lines)
@@ -107,7 +116,7 @@ class InputLines(Sequence):
                 try:
                     text = _line_text(raw, count == 1)
                 except UnicodeDecodeError:
-                    raise UsageError(self._not_utf8(where, head, count)) from None
+                    self._refuse_undecodable(raw, where, head, count)
                 if count == 1 and raw in (b"", b"\xef\xbb\xbf"):
                     count = 0  # a byte-order mark alone: no line ("\r" alone is a blank one)
                 elif blank is None and not text.strip():
@@ -121,16 +130,22 @@ class InputLines(Sequence):
                 raise UsageError(_cannot_copy(where, self.path, e)) from None
         self._end = offset
         if not count:
-            raise UsageError(f"{where}: no inputs (the file is empty)")
-        if blank is not None:
+            self._starts, self._digests = [], []  # a byte-order mark alone: no chunk either
+            if not self.blanks:
+                raise UsageError(f"{where}: no inputs (the file is empty)")
+        if blank is not None and not self.blanks:
             refuse_blank("", f"{where} line {blank}", "; give one input per line")
         return count
 
-    def _not_utf8(self, where: str, head: bytes, line: int) -> str:
+    def _refuse_undecodable(self, raw: bytes, where: str, head: bytes, line: int) -> NoReturn:
+        """UsageError of the bytes ``raw`` of line ``line``, which are not UTF-8: a Parquet
+        file named so, else said as every data reader says it (``_decode``: UTF-16, gzip, or
+        the byte, its column and the advice)."""
         if head == b"PAR1":  # Parquet's magic bytes
-            return (f"{where}: is a Parquet file; give a text file of inputs, one per line, or "
-                    f"{self.flag} NAME for the texts of its column NAME")
-        return f"{where} line {line}: not UTF-8 text"
+            raise UsageError(f"{where}: is a Parquet file; give a text file of inputs, one per "
+                             f"line, or {self.flag} NAME for the texts of its column NAME")
+        _decode(raw, where, line)
+        raise AssertionError(f"{where} line {line}: decoded here, not by _line_text")
 
     def __len__(self) -> int:
         return self._count
@@ -146,6 +161,15 @@ class InputLines(Sequence):
     def held(self) -> int:
         """How many lines are held now: at most a chunk's."""
         return len(self._held[1])
+
+    def same_end(self) -> None:
+        """``UsageError`` (``same_both_readings``) when the file no longer ends where its first
+        reading ended: lines appended (or some cut) while it was read, which the chunks read
+        again, each checked against its digest, do not show. Said by a command whose answer is
+        of the whole file (``evaluate``'s scores), once it has read its last chunk."""
+        size = os.fstat(self._file.fileno()).st_size
+        same_both_readings(self.path, f"{self._end} bytes", f"{size} bytes", what=self.what,
+                           command=self.command)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -173,7 +197,7 @@ class InputLines(Sequence):
             # from the file itself, not from what a buffered reader kept of the first reading
             data = os.pread(self._file.fileno(), end - start, start)
             same_both_readings(self.path, self._digests[k], hashlib.sha256(data).hexdigest(),
-                               what="--input-file", command=self.command)
+                               what=self.what, command=self.command)
             self._held = (k, [_line_text(raw, k == 0 and j == 0)
                               for j, raw in enumerate(io.BytesIO(data))])
         return self._held[1]
