@@ -14,6 +14,7 @@ Shapes: B jets, N constituents, D model width, H heads, L layers.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from dataclasses import dataclass, replace
@@ -304,7 +305,8 @@ class PFNTagger(torch.nn.Module):
         self.pfn = ParticleFlowNetwork(num_features=NUM_FEATURES)
 
     def forward(self, p4: torch.Tensor) -> torch.Tensor:
-        return self.pfn(*scaled_features(p4))  # (B, 2)
+        x, mask = scaled_features(p4)  # float32 kinematics, as the tagger's
+        return self.pfn(x.to(self.pfn.f[0].weight.dtype), mask)  # (B, 2), the weights' dtype
 
     @torch.no_grad()
     def probabilities(self, p4: torch.Tensor) -> torch.Tensor:
@@ -312,7 +314,9 @@ class PFNTagger(torch.nn.Module):
 
 
 def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
-    """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps."""
+    """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps, and
+    under ``--accumulate K`` the same K batches a step (``pfn_step``), the last step of an
+    epoch taking the batches left, as the training loop's does."""
     from ...training import module  # Lightning: loaded by training only
 
     torch.manual_seed(cfg.seed)
@@ -322,23 +326,46 @@ def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
     settings = replace(module.OptimizerSettings.of(cfg), optimizer="adamw")
     opt, schedule = module.make_optimizer(module.optimizer_groups(pfn, settings), settings,
                                           model_dim=cfg.model_dim, max_steps=steps)
-    batches, step = JetBatches(train, cfg), 0
+    batches, step, accumulate = JetBatches(train, cfg), 0, int(cfg.accumulate or 1)
     while step < steps:
-        for p4, y in batches:
-            loss = F.cross_entropy(pfn(p4), y)
-            opt.zero_grad()
-            loss.backward()
-            if cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(pfn.parameters(), cfg.grad_clip)
-            opt.step()
+        group: list[tuple[torch.Tensor, torch.Tensor]] = []
+        # None: the epoch's end, where the batches left make a short step (streamed: an
+        # epoch's batches are never all held)
+        for batch in itertools.chain(batches, [None]):
+            if batch is not None:
+                group.append(batch)
+            if not group or (len(group) < accumulate and batch is not None):
+                continue
+            loss = pfn_step(pfn, opt, group, cfg.grad_clip)
             schedule.step()
-            step += 1
+            group, step = [], step + 1
             if step % max(1, steps // 5) == 0 or step == steps:
-                print(f"baselines: PFN step {step}/{steps}  train_loss {loss.item():.4f}",
+                print(f"baselines: PFN step {step}/{steps}  train_loss {loss:.4f}",
                       file=sys.stderr, flush=True)
             if step == steps:
                 break
     return pfn.eval()
+
+
+def pfn_step(pfn: torch.nn.Module, optimizer: torch.optim.Optimizer,
+             batches: list[tuple[torch.Tensor, torch.Tensor]], grad_clip: float | None) -> float:
+    """One optimiser step of the PFN on ``batches`` ((p4 (B_i, N_i, 4), labels (B_i,)) each:
+    one, or ``--accumulate`` of them), whose gradients add up to those of one batch of all
+    their jets: each batch's mean loss weighted by its share of the jets, the rule of the
+    training loop's ``_shares``. Returns the step's loss (that weighted mean)."""
+    from ...training.engine import _shares
+
+    shares = _shares([len(labels) for _, labels in batches])
+    total = 0.0
+    for share, (p4, labels) in zip(shares, batches):
+        loss = F.cross_entropy(pfn(p4), labels) * share
+        loss.backward()
+        total += float(loss.detach())
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(pfn.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad()
+    return total
 
 
 def _baselines_record(extra, test_jets: int) -> dict[str, Any]:

@@ -1,0 +1,61 @@
+"""The Particle Flow Network baseline under ``--accumulate K``: it takes K batches a step, as
+the tagger does, so ``--baselines`` compares the two on the same jets a step (it took one
+batch a step, a K times smaller step than the tagger's, and said nothing)."""
+import copy
+
+import pytest
+import torch
+
+from attnlab.tasks.jets.runtime import PFNTagger
+
+from .test_task import synthetic_jets
+
+
+def test_k_batches_make_the_step_of_one_batch_of_all_their_jets():
+    """Copied weights, float64: K = 3 batches of 5 jets, each cut to its own longest jet (as
+    training cuts them), give the weights one batch of the 15 jets gives, within 1e-12."""
+    from attnlab.tasks.jets.runtime import pfn_step
+
+    p4, labels = synthetic_jets(9, seed=4, most=20)
+    p4, labels = torch.from_numpy(p4[:15]).double(), torch.from_numpy(labels[:15])
+    torch.manual_seed(0)
+    one = PFNTagger().double()
+    many, start = copy.deepcopy(one), copy.deepcopy(one)
+    batches = []
+    for part in range(3):
+        rows = slice(5 * part, 5 * part + 5)
+        used = int((p4[rows, :, 0] > 0).sum(1).max())  # the batch's longest jet
+        batches.append((p4[rows, :used], labels[rows]))
+    assert len({b[0].shape[1] for b in batches}) > 1  # the batches' widths differ
+    loss_many = pfn_step(many, torch.optim.SGD(many.parameters(), lr=1.0), batches, None)
+    loss_one = pfn_step(one, torch.optim.SGD(one.parameters(), lr=1.0), [(p4, labels)], None)
+    assert loss_many == pytest.approx(loss_one, abs=1e-12)
+    for (name, a), b in zip(one.named_parameters(), many.parameters()):
+        torch.testing.assert_close(b, a, atol=1e-12, rtol=0, msg=name)
+    moved = max(float((a - b).detach().abs().max()) for a, b in zip(one.parameters(),
+                                                                      start.parameters()))
+    assert moved > 1e-6  # the step did move the weights
+
+
+@pytest.mark.slow
+def test_the_baseline_takes_accumulate_batches_a_step(tmp_path):
+    """``train_pfn`` on 32 training jets, one step: 4 batches of 8 under --accumulate 4 train
+    the PFN as one batch of 32 does (the same jets: one window of ``by_length`` holds them
+    all). Float32 and AdamW, so within 1e-5: one step moves a weight by about --lr (1e-3)."""
+    from attnlab.tasks import get_task
+    from attnlab.tasks.jets import runtime
+    from attnlab.tasks.jets.data import write_jets
+
+    write_jets(tmp_path / "jets.h5", *synthetic_jets(16, seed=2))
+    train = runtime.Split(str(tmp_path / "jets.h5"), 0, 32)
+    trained = []
+    for batch_size, accumulate in ((32, 1), (8, 4)):
+        cfg = get_task("jets").config(batch_size=batch_size, accumulate=accumulate, seed=5,
+                                      max_constituents=30, lr=1e-3, warmup=0)
+        trained.append(runtime.train_pfn(cfg, train, steps=1))
+    start = PFNTagger()
+    for (name, a), b, c in zip(trained[0].named_parameters(), trained[1].parameters(),
+                               start.parameters()):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=0, msg=name)
+    assert any(not torch.allclose(a, c) for a, c in zip(trained[0].parameters(),
+                                                        start.parameters()))
