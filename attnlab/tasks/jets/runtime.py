@@ -132,13 +132,13 @@ class JetBatches(ResumableBatches):
         self.examples = sum(len(c) for c in self.parts)
 
     def __len__(self) -> int:
-        return max(1, self.kept(sum(self.sizes)) // shard()[1])
+        return max(1, self.kept(sum(self.sizes)) // self._shard()[1])
 
     def all_batches(self) -> int:
         return sum(self.sizes)
 
     def epoch_batches(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        rank, world = shard()
+        rank, world = self._shard()
         order = np.random.default_rng([self.seed, epoch]).permutation(len(self.parts))
         first = 0  # the epoch's index of the chunk's first batch
         # as many batches on every rank (``len``): a step of every rank takes as many
@@ -154,6 +154,14 @@ class JetBatches(ResumableBatches):
             batches = [batches[i] for i in rng.permutation(len(batches))]
             for b in wanted:
                 yield trim(p4[batches[b]]), torch.as_tensor(labels[batches[b]])
+
+
+class EveryJetBatch(JetBatches):
+    """``JetBatches`` of every process at once, in one: the batches that one step of a DDP run
+    deals out to all its processes (the PFN baseline, which rank 0 trains alone)."""
+
+    def _shard(self) -> tuple[int, int]:
+        return 0, 1
 
 
 def fixed_batches(split: Split, cfg: RunSettings, limit: int | None = None):
@@ -315,8 +323,9 @@ class PFNTagger(torch.nn.Module):
 
 def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
     """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps, and
-    under ``--accumulate K`` the same K batches a step (``pfn_step``), the last step of an
-    epoch taking the batches left, as the training loop's does."""
+    the same batches a step (``pfn_step``): under ``--accumulate K`` on W processes (DDP) the
+    tagger's step took K batches on each, so the PFN, trained on one process, takes those K·W
+    (``EveryJetBatch``); the last step of an epoch takes the batches left."""
     from ...training import module  # Lightning: loaded by training only
 
     torch.manual_seed(cfg.seed)
@@ -326,7 +335,8 @@ def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
     settings = replace(module.OptimizerSettings.of(cfg), optimizer="adamw")
     opt, schedule = module.make_optimizer(module.optimizer_groups(pfn, settings), settings,
                                           model_dim=cfg.model_dim, max_steps=steps)
-    batches, step, accumulate = JetBatches(train, cfg), 0, int(cfg.accumulate or 1)
+    batches, step = EveryJetBatch(train, cfg), 0
+    accumulate = int(cfg.accumulate or 1) * shard()[1]  # a step of all processes' batches
     while step < steps:
         group: list[tuple[torch.Tensor, torch.Tensor]] = []
         # None: the epoch's end, where the batches left make a short step (streamed: an
