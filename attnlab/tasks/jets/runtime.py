@@ -258,13 +258,16 @@ def run(task, cfg: RunSettings, run_dir: Path,
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)
         metrics = tagging_metrics(scores, labels, prefix="test_")
-        extra = baselines(cfg, parts, labels, steps) if cfg.baselines else None
+        # the PFN trains for the steps of the weights the tagger is scored with: its last
+        # step, or its best validation's (--keep-best), or where it stopped (--patience)
+        trained = int(result.best.get("best_step", result.steps))
+        extra = baselines(cfg, parts, labels, steps, trained) if cfg.baselines else None
         figures(model, scores, labels, parts["test"], cfg, Path(run_dir), extra,
                 weights=fit_weights_text(result.steps, result.best))
     metrics = finish(cfg, run_dir, model, metrics, result)
     if extra is not None:
         write_json(Path(run_dir) / "baselines.json", _baselines_record(extra, len(labels)))
-        print(comparison_table(metrics, extra, len(labels)))
+        print(comparison_table(metrics, extra, len(labels), trained))
     return metrics
 
 
@@ -279,16 +282,19 @@ def validation_auc(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, floa
 
 
 def baselines(cfg: RunSettings, parts: dict[str, Split], test_labels: np.ndarray,
-              steps: int) -> dict[str, tuple[dict[str, float], np.ndarray]]:
+              steps: int, trained: int | None = None
+              ) -> dict[str, tuple[dict[str, float], np.ndarray]]:
     """name -> (test metrics, scores) of each baseline on the test jets: the jet mass alone,
     τ3/τ2 alone, their likelihood ratio (each fit on the training jets), and a Particle Flow
-    Network trained on the same training jets for the same number of steps."""
+    Network trained on the same training jets with a schedule of ``steps`` steps, for the
+    ``trained`` steps (default: all) of the tagger's weights."""
     print("baselines: jet mass and τ3/τ2 of the training and test jets ...", file=sys.stderr,
           flush=True)
     train_x, train_y = physics_features(parts["train"], cfg)
     test_x, _ = physics_features(parts["test"], cfg)
     found = baseline_scores(train_x, train_y, test_x)  # mass, tau32, likelihood
-    found["pfn"] = score_split(train_pfn(cfg, parts["train"], steps), parts["test"], cfg)[0]
+    found["pfn"] = score_split(train_pfn(cfg, parts["train"], steps, stop=trained),
+                               parts["test"], cfg)[0]
     return {name: (tagging_metrics(s, test_labels, prefix="test_"), np.asarray(s))
             for name, s in found.items()}
 
@@ -321,11 +327,14 @@ class PFNTagger(torch.nn.Module):
         return self(p4).softmax(-1)
 
 
-def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
+def train_pfn(cfg: RunSettings, train: Split, steps: int, *,
+              stop: int | None = None) -> PFNTagger:
     """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps, and
     the same batches a step (``pfn_step``): under ``--accumulate K`` on W processes (DDP) the
     tagger's step took K batches on each, so the PFN, trained on one process, takes those K·W
-    (``EveryJetBatch``); the last step of an epoch takes the batches left."""
+    (``EveryJetBatch``); the last step of an epoch takes the batches left. Its schedule runs
+    over ``steps``; it stops after ``stop`` of them (default: all), where the tagger's weights
+    were taken (``--keep-best``, ``--patience``)."""
     from ...training import module  # Lightning: loaded by training only
 
     torch.manual_seed(cfg.seed)
@@ -337,7 +346,8 @@ def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
                                           model_dim=cfg.model_dim, max_steps=steps)
     batches, step = EveryJetBatch(train, cfg), 0
     accumulate = int(cfg.accumulate or 1) * shard()[1]  # a step of all processes' batches
-    while step < steps:
+    last = steps if stop is None else min(stop, steps)
+    while step < last:
         group: list[tuple[torch.Tensor, torch.Tensor]] = []
         # None: the epoch's end, where the batches left make a short step (streamed: an
         # epoch's batches are never all held)
@@ -349,10 +359,10 @@ def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
             loss = pfn_step(pfn, opt, group, cfg.grad_clip)
             schedule.step()
             group, step = [], step + 1
-            if step % max(1, steps // 5) == 0 or step == steps:
-                print(f"baselines: PFN step {step}/{steps}  train_loss {loss:.4f}",
+            if step % max(1, last // 5) == 0 or step == last:
+                print(f"baselines: PFN step {step}/{last}  train_loss {loss:.4f}",
                       file=sys.stderr, flush=True)
-            if step == steps:
+            if step == last:
                 break
     return pfn.eval()
 
@@ -382,8 +392,10 @@ def _baselines_record(extra, test_jets: int) -> dict[str, Any]:
     return {"test_jets": test_jets, **{name: readable(m) for name, (m, _) in extra.items()}}
 
 
-def comparison_table(metrics: dict[str, float], extra, test_jets: int) -> str:
-    """The tagger and every baseline on the same test jets, one row each."""
+def comparison_table(metrics: dict[str, float], extra, test_jets: int,
+                     trained: int | None = None) -> str:
+    """The tagger and every baseline on the same test jets, one row each; ``trained``: the
+    steps of the tagger's weights, which the PFN trained for too (a line under the table)."""
     rows = [("this run's tagger", metrics), *((BASELINES[k], m) for k, (m, _) in extra.items())]
     width = max(len(name) for name, _ in rows)
     lines = [f"\non the same {test_jets:,} test jets:",
@@ -391,6 +403,8 @@ def comparison_table(metrics: dict[str, float], extra, test_jets: int) -> str:
     for name, m in rows:
         lines.append(f"  {name:<{width}}  {m['test_auc']:6.4f}  {m['test_accuracy']:8.4f}  "
                      f"{m['test_rejection_30']:8.1f}  {m['test_rejection_50']:8.1f}")
+    if trained is not None and "pfn" in extra:
+        lines.append(f"  (the tagger's weights and the PFN: {trained:,} steps each)")
     return "\n".join(lines)
 
 
