@@ -39,6 +39,7 @@ def test_a_jet_across_phi_pi_has_the_features_of_the_jet_turned_away(axis_phi):
     torch.testing.assert_close(tau32(turned, mask), tau32(p4, mask), atol=1e-12, rtol=0)
 
 
+@pytest.mark.slow  # FastJet's import
 def test_the_axis_is_fastjets_e_scheme_anti_kt_jet():
     """η_jet = η − Δη of every constituent equals the pseudorapidity of FastJet's anti-kT
     (R = 0.8, E-scheme) jet of the same constituents, and φ_jet its azimuth, within 1e-12; a

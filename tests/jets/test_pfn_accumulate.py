@@ -11,6 +11,7 @@ from attnlab.tasks.jets.runtime import PFNTagger
 from .test_task import synthetic_jets
 
 
+@pytest.mark.slow  # imports the training loop (Lightning) for its rule
 def test_k_batches_make_the_step_of_one_batch_of_all_their_jets():
     """Copied weights, float64: K = 3 batches of 5 jets, each cut to its own longest jet (as
     training cuts them), give the weights one batch of the 15 jets gives, within 1e-12."""
