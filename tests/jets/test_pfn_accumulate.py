@@ -83,3 +83,50 @@ def test_under_ddp_the_baseline_takes_every_process_batches_a_step(tmp_path, mon
         trained.append(runtime.train_pfn(cfg, train, steps=1))
     for (name, a), b in zip(trained[0].named_parameters(), trained[1].parameters()):
         torch.testing.assert_close(b, a, atol=1e-5, rtol=0, msg=name)
+
+
+def _jets_of(batches) -> list[tuple[float, ...]]:
+    """The jets of ``batches`` ((p4, labels) each), each named by its hardest constituent,
+    sorted: a step's jets, whatever their order."""
+    return sorted(tuple(p4[i, 0].tolist()) for p4, labels in batches for i in range(len(labels)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("accumulate", [1, 2])
+def test_under_ddp_with_an_odd_batch_count_the_baseline_steps_hold_the_tagger_jets(
+        tmp_path, monkeypatch, accumulate):
+    """9 batches an epoch on 2 processes: the tagger's run leaves the odd batch out (each
+    process takes 4, as DistributedSampler(drop_last=True)); the PFN kept all 9, took a fifth,
+    short step of jets the tagger never saw, and from the second epoch on its steps held other
+    jets than the tagger's. Now every PFN step, over 2 epochs, holds the jets of the tagger's
+    step of that number (its processes' batches together, --accumulate of them each)."""
+    from attnlab.data import resumable
+    from attnlab.settings import epoch_steps
+    from attnlab.tasks import get_task
+    from attnlab.tasks.jets import runtime
+    from attnlab.tasks.jets.data import write_jets
+
+    world, epochs = 2, 2
+    write_jets(tmp_path / "jets.h5", *synthetic_jets(36, seed=2))
+    train = runtime.Split(str(tmp_path / "jets.h5"), 0, 72)  # 9 batches of 8
+    cfg = get_task("jets").config(batch_size=8, accumulate=accumulate, seed=5,
+                                  max_constituents=30, lr=1e-3, warmup=0)
+    tagger: list[list] = []  # the tagger's steps, each the batches of every process
+    for rank in range(world):
+        monkeypatch.setattr(resumable, "shard", lambda rank=rank: (rank, world))
+        loader = runtime.JetBatches(train, cfg)
+        steps = epoch_steps(cfg, len(loader), epochs)
+        mine = []
+        for _ in range(epochs):  # --accumulate batches a step, the epoch's last takes the rest
+            batches = list(loader)
+            mine += [batches[a:a + accumulate] for a in range(0, len(batches), accumulate)]
+        tagger = [t + m for t, m in zip(tagger, mine)] if tagger else mine
+    assert len(tagger) == steps and all(len(s) == accumulate * world for s in tagger)
+
+    pfn_steps, real_step = [], runtime.pfn_step
+    monkeypatch.setattr(runtime, "pfn_step", lambda pfn, opt, batches, clip: (
+        pfn_steps.append(_jets_of(batches)), real_step(pfn, opt, batches, clip))[1])
+    monkeypatch.setattr(resumable, "shard", lambda: (0, world))  # the PFN trains on rank 0
+    monkeypatch.setattr(runtime, "shard", lambda: (0, world))
+    runtime.train_pfn(cfg, train, steps)
+    assert pfn_steps == [_jets_of(s) for s in tagger]

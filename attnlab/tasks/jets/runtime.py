@@ -158,10 +158,16 @@ class JetBatches(ResumableBatches):
 
 class EveryJetBatch(JetBatches):
     """``JetBatches`` of every process at once, in one: the batches that one step of a DDP run
-    deals out to all its processes (the PFN baseline, which rank 0 trains alone)."""
+    deals out to all its processes (the PFN baseline, which rank 0 trains alone). An epoch
+    keeps the batches the run's processes kept (``kept``): with 9 batches on 2 processes the
+    run leaves the ninth out, so the PFN does too (it took it, a short step of jets the tagger
+    never saw, and from the next epoch on its steps held other jets than the tagger's)."""
 
     def _shard(self) -> tuple[int, int]:
         return 0, 1
+
+    def _sharing(self) -> int:
+        return shard()[1]  # the run's processes, not this one stream's
 
 
 def fixed_batches(split: Split, cfg: RunSettings, limit: int | None = None):
