@@ -2,8 +2,10 @@
 ``attnlab.tasks.jets.metrics.rejection`` on P(top) in float64 (``top_probability``), and checks
 them against metrics.json. It read them with ``np.interp`` and a floor of 1e-9 on ε_B, on
 float32 scores: the largest ε_B where several ROC points have the ε_S asked for, and 10⁹ where
-no QCD jet passes, where metrics.json gives the lowest and the bound N_B. (That the readings
-agree on a run is checked by the notebook's own cell when the notebook tests run it.)"""
+no QCD jet passes, where metrics.json gives the lowest and the bound N_B. This test checks the
+notebook's code only; that the reading it uses gives a run's metrics.json is checked on a tiny run
+(tests/jets/test_task.py, ``test_the_notebooks_reading_of_the_rejections_is_the_runs``), and on
+the notebook's own runs by its assert when the notebook tests run it."""
 from pathlib import Path
 
 import nbformat
