@@ -378,10 +378,10 @@ def pfn_step(pfn: torch.nn.Module, optimizer: torch.optim.Optimizer,
     """One optimiser step of the PFN on ``batches`` ((p4 (B_i, N_i, 4), labels (B_i,)) each:
     one, or ``--accumulate`` of them), whose gradients add up to those of one batch of all
     their jets: each batch's mean loss weighted by its share of the jets, the rule of the
-    training loop's ``_shares``. Returns the step's loss (that weighted mean)."""
-    from ...training.engine import _shares
+    training loop's ``loss_shares``. Returns the step's loss (that weighted mean)."""
+    from ...training.engine import loss_shares
 
-    shares = _shares([len(labels) for _, labels in batches])
+    shares = loss_shares([len(labels) for _, labels in batches])
     total = 0.0
     for share, (p4, labels) in zip(shares, batches):
         loss = F.cross_entropy(pfn(p4), labels) * share
