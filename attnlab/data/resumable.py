@@ -77,6 +77,11 @@ class ResumableBatches:
         """(rank, processes) among which the epoch's batches are dealt out."""
         return shard()
 
+    def _sharing(self) -> int:
+        """The processes that share an epoch's batches evenly (``kept``): those it is dealt
+        out among."""
+        return self._shard()[1]
+
     def kept(self, batches: int) -> int:
         """How many of an epoch's ``batches`` (of all processes) the processes take: the most
         that they share evenly (the rest is left out, as DistributedSampler(drop_last=True)
@@ -97,7 +102,7 @@ class ResumableBatches:
             >>> loader.dealt = 3; loader.kept(10)  # a run of three: 9 of 10 batches
             9
         """
-        world = self._shard()[1]
+        world = self._sharing()
         run = batches - batches % (self.dealt or world)  # what the run's processes shared
         return run - run % world
 

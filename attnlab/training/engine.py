@@ -69,7 +69,7 @@ from .progress import Progress
 from .totals import is_total
 
 __all__ = ["fit", "finish", "FitResult", "StopAt", "NonFiniteLoss",
-           "checkpoint_dir", "parameter_count", "check_hardware", "resume_command"]
+           "checkpoint_dir", "parameter_count", "check_hardware", "resume_command", "loss_shares"]
 
 
 def parameter_count(model: torch.nn.Module) -> int:
@@ -183,7 +183,7 @@ class FitResult:
     compile_seconds: float | None = None
 
 
-def _shares(counts: list, dtype: torch.dtype = torch.float32) -> list:
+def loss_shares(counts: list, dtype: torch.dtype = torch.float32) -> list:
     """Each batch's share of a step's loss, in proportion to what its mean is over (its
     targets: ``TaskModule.targets``), so that ``--accumulate N`` batches train as one batch N
     times larger even where their padding differs (``train_step`` gives one batch 1, so it
@@ -198,7 +198,7 @@ def _shares(counts: list, dtype: torch.dtype = torch.float32) -> list:
 
 def _weighted(shares: list, losses: list[torch.Tensor], logged: list[dict[str, torch.Tensor]]
               ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The step's loss and logged numbers: its batches' weighted by their ``_shares`` (one
+    """The step's loss and logged numbers: its batches' weighted by their ``loss_shares`` (one
     batch: its own, as given), in the numbers' own dtype (float64 shares log no more digits
     than the losses have, as a DDP run's rows have them)."""
     if len(losses) == 1:
@@ -507,7 +507,7 @@ class Loop:
     def _steps_batches(self):
         """One pass over the training loader, as the batches of each step: --accumulate of
         them. Where an epoch is a pass over the training data, its last step takes the batches
-        left (fewer; ``_shares`` weighs them as they are), so that --epochs N shows every
+        left (fewer; ``loss_shares`` weighs them as they are), so that --epochs N shows every
         example N times and an epoch has ``epoch_steps`` steps; an endless supply
         of fresh batches (``numbered_batches``) carries them over into its next "epoch"."""
         batches = self._carried
@@ -540,7 +540,7 @@ class Loop:
         if world == 1 and len(batches) == 1:
             return [1], [1]
         counts = [self.module.targets(batch) for batch in batches]
-        shares = _shares(counts, self.dtype)
+        shares = loss_shares(counts, self.dtype)
         if world == 1:
             return shares, shares
         mine = torch.as_tensor(sum(counts), dtype=self.dtype, device=self.fabric.device)

@@ -539,3 +539,26 @@ def test_attention_labels_round_a_half_gev_up_as_the_legend(jets_run, tmp_path):
     cfg = task.typed(read_yaml(jets_run / "config.yaml"), jets_run)
     _, keys, queries = task.runtime().attention_maps(task, jets_run, cfg, f"{path}:0")
     assert keys == queries == ["0:500", "1:13", "2:0.4"]
+
+
+@pytest.mark.slow
+def test_the_notebooks_reading_of_the_rejections_is_the_runs(jets_run, jets_file):
+    """Notebook 05 reads a run's rejections itself: the run's test jets as the file holds them
+    (padded to --max-constituents), in batches of 500, P(top) in float64 (``top_probability``)
+    and ``rejection`` (tests/jets/test_notebook_readings.py checks that its code does). That
+    reading gives metrics.json's numbers, within one QCD test jet of ε_B (the notebook's own
+    check: its batches are padded otherwise than the run's, which may reorder a near tie)."""
+    import attnlab
+    from attnlab.tasks.jets.data import read_jets
+    from attnlab.tasks.jets.metrics import rejection
+    from attnlab.tasks.jets.runtime import top_probability
+
+    p4, labels = read_jets(str(jets_file), 192, 240, max_constituents=30)  # the run's test jets
+    model = attnlab.load(jets_run).eval()
+    with torch.no_grad():
+        scores = torch.cat([top_probability(model(batch))
+                            for batch in torch.from_numpy(p4).split(500)]).numpy()
+    metrics = json.loads((jets_run / "metrics.json").read_text())
+    qcd = np.count_nonzero(labels == 0)
+    for efficiency, key in ((0.3, "test_rejection_30"), (0.5, "test_rejection_50")):
+        assert abs(1 / rejection(scores, labels, efficiency) - 1 / metrics[key]) <= 1 / qcd, key

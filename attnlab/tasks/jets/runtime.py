@@ -14,6 +14,7 @@ Shapes: B jets, N constituents, D model width, H heads, L layers.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from dataclasses import dataclass, replace
@@ -131,13 +132,13 @@ class JetBatches(ResumableBatches):
         self.examples = sum(len(c) for c in self.parts)
 
     def __len__(self) -> int:
-        return max(1, self.kept(sum(self.sizes)) // shard()[1])
+        return max(1, self.kept(sum(self.sizes)) // self._shard()[1])
 
     def all_batches(self) -> int:
         return sum(self.sizes)
 
     def epoch_batches(self, epoch: int, start: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        rank, world = shard()
+        rank, world = self._shard()
         order = np.random.default_rng([self.seed, epoch]).permutation(len(self.parts))
         first = 0  # the epoch's index of the chunk's first batch
         # as many batches on every rank (``len``): a step of every rank takes as many
@@ -153,6 +154,20 @@ class JetBatches(ResumableBatches):
             batches = [batches[i] for i in rng.permutation(len(batches))]
             for b in wanted:
                 yield trim(p4[batches[b]]), torch.as_tensor(labels[batches[b]])
+
+
+class EveryJetBatch(JetBatches):
+    """``JetBatches`` of every process at once, in one: the batches that one step of a DDP run
+    deals out to all its processes (the PFN baseline, which rank 0 trains alone). An epoch
+    keeps the batches the run's processes kept (``kept``): with 9 batches on 2 processes the
+    run leaves the ninth out, so the PFN does too (it took it, a short step of jets the tagger
+    never saw, and from the next epoch on its steps held other jets than the tagger's)."""
+
+    def _shard(self) -> tuple[int, int]:
+        return 0, 1
+
+    def _sharing(self) -> int:
+        return shard()[1]  # the run's processes, not this one stream's
 
 
 def fixed_batches(split: Split, cfg: RunSettings, limit: int | None = None):
@@ -249,13 +264,16 @@ def run(task, cfg: RunSettings, run_dir: Path,
     if result.is_global_zero:  # other DDP ranks write nothing
         scores, labels = score_split(model, parts["test"], cfg)
         metrics = tagging_metrics(scores, labels, prefix="test_")
-        extra = baselines(cfg, parts, labels, steps) if cfg.baselines else None
+        # the PFN trains for the steps of the weights the tagger is scored with: its last
+        # step, or its best validation's (--keep-best), or where it stopped (--patience)
+        trained = int(result.best.get("best_step", result.steps))
+        extra = baselines(cfg, parts, labels, steps, trained) if cfg.baselines else None
         figures(model, scores, labels, parts["test"], cfg, Path(run_dir), extra,
                 weights=fit_weights_text(result.steps, result.best))
     metrics = finish(cfg, run_dir, model, metrics, result)
     if extra is not None:
         write_json(Path(run_dir) / "baselines.json", _baselines_record(extra, len(labels)))
-        print(comparison_table(metrics, extra, len(labels)))
+        print(comparison_table(metrics, extra, len(labels), trained))
     return metrics
 
 
@@ -270,16 +288,19 @@ def validation_auc(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, floa
 
 
 def baselines(cfg: RunSettings, parts: dict[str, Split], test_labels: np.ndarray,
-              steps: int) -> dict[str, tuple[dict[str, float], np.ndarray]]:
+              steps: int, trained: int | None = None
+              ) -> dict[str, tuple[dict[str, float], np.ndarray]]:
     """name -> (test metrics, scores) of each baseline on the test jets: the jet mass alone,
     τ3/τ2 alone, their likelihood ratio (each fit on the training jets), and a Particle Flow
-    Network trained on the same training jets for the same number of steps."""
+    Network trained on the same training jets with a schedule of ``steps`` steps, for the
+    ``trained`` steps (default: all) of the tagger's weights."""
     print("baselines: jet mass and τ3/τ2 of the training and test jets ...", file=sys.stderr,
           flush=True)
     train_x, train_y = physics_features(parts["train"], cfg)
     test_x, _ = physics_features(parts["test"], cfg)
     found = baseline_scores(train_x, train_y, test_x)  # mass, tau32, likelihood
-    found["pfn"] = score_split(train_pfn(cfg, parts["train"], steps), parts["test"], cfg)[0]
+    found["pfn"] = score_split(train_pfn(cfg, parts["train"], steps, stop=trained),
+                               parts["test"], cfg)[0]
     return {name: (tagging_metrics(s, test_labels, prefix="test_"), np.asarray(s))
             for name, s in found.items()}
 
@@ -304,15 +325,22 @@ class PFNTagger(torch.nn.Module):
         self.pfn = ParticleFlowNetwork(num_features=NUM_FEATURES)
 
     def forward(self, p4: torch.Tensor) -> torch.Tensor:
-        return self.pfn(*scaled_features(p4))  # (B, 2)
+        x, mask = scaled_features(p4)  # float32 kinematics, as the tagger's
+        return self.pfn(x.to(self.pfn.f[0].weight.dtype), mask)  # (B, 2), the weights' dtype
 
     @torch.no_grad()
     def probabilities(self, p4: torch.Tensor) -> torch.Tensor:
         return self(p4).softmax(-1)
 
 
-def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
-    """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps."""
+def train_pfn(cfg: RunSettings, train: Split, steps: int, *,
+              stop: int | None = None) -> PFNTagger:
+    """A PFN trained as the tagger was: the same batches, optimiser, schedule and steps, and
+    the same batches a step (``pfn_step``): under ``--accumulate K`` on W processes (DDP) the
+    tagger's step took K batches on each, so the PFN, trained on one process, takes those K·W
+    (``EveryJetBatch``); the last step of an epoch takes the batches left. Its schedule runs
+    over ``steps``; it stops after ``stop`` of them (default: all), where the tagger's weights
+    were taken (``--keep-best``, ``--patience``)."""
     from ...training import module  # Lightning: loaded by training only
 
     torch.manual_seed(cfg.seed)
@@ -322,31 +350,58 @@ def train_pfn(cfg: RunSettings, train: Split, steps: int) -> PFNTagger:
     settings = replace(module.OptimizerSettings.of(cfg), optimizer="adamw")
     opt, schedule = module.make_optimizer(module.optimizer_groups(pfn, settings), settings,
                                           model_dim=cfg.model_dim, max_steps=steps)
-    batches, step = JetBatches(train, cfg), 0
-    while step < steps:
-        for p4, y in batches:
-            loss = F.cross_entropy(pfn(p4), y)
-            opt.zero_grad()
-            loss.backward()
-            if cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(pfn.parameters(), cfg.grad_clip)
-            opt.step()
+    batches, step = EveryJetBatch(train, cfg), 0
+    accumulate = int(cfg.accumulate or 1) * shard()[1]  # a step of all processes' batches
+    last = steps if stop is None else min(stop, steps)
+    while step < last:
+        group: list[tuple[torch.Tensor, torch.Tensor]] = []
+        # None: the epoch's end, where the batches left make a short step (streamed: an
+        # epoch's batches are never all held)
+        for batch in itertools.chain(batches, [None]):
+            if batch is not None:
+                group.append(batch)
+            if not group or (len(group) < accumulate and batch is not None):
+                continue
+            loss = pfn_step(pfn, opt, group, cfg.grad_clip)
             schedule.step()
-            step += 1
-            if step % max(1, steps // 5) == 0 or step == steps:
-                print(f"baselines: PFN step {step}/{steps}  train_loss {loss.item():.4f}",
+            group, step = [], step + 1
+            if step % max(1, last // 5) == 0 or step == last:
+                print(f"baselines: PFN step {step}/{last}  train_loss {loss:.4f}",
                       file=sys.stderr, flush=True)
-            if step == steps:
+            if step == last:
                 break
     return pfn.eval()
+
+
+def pfn_step(pfn: torch.nn.Module, optimizer: torch.optim.Optimizer,
+             batches: list[tuple[torch.Tensor, torch.Tensor]], grad_clip: float | None) -> float:
+    """One optimiser step of the PFN on ``batches`` ((p4 (B_i, N_i, 4), labels (B_i,)) each:
+    one, or ``--accumulate`` of them), whose gradients add up to those of one batch of all
+    their jets: each batch's mean loss weighted by its share of the jets, the rule of the
+    training loop's ``loss_shares``. Returns the step's loss (that weighted mean)."""
+    from ...training.engine import loss_shares
+
+    shares = loss_shares([len(labels) for _, labels in batches])
+    total = 0.0
+    for share, (p4, labels) in zip(shares, batches):
+        loss = F.cross_entropy(pfn(p4), labels) * share
+        loss.backward()
+        total += float(loss.detach())
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(pfn.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad()
+    return total
 
 
 def _baselines_record(extra, test_jets: int) -> dict[str, Any]:
     return {"test_jets": test_jets, **{name: readable(m) for name, (m, _) in extra.items()}}
 
 
-def comparison_table(metrics: dict[str, float], extra, test_jets: int) -> str:
-    """The tagger and every baseline on the same test jets, one row each."""
+def comparison_table(metrics: dict[str, float], extra, test_jets: int,
+                     trained: int | None = None) -> str:
+    """The tagger and every baseline on the same test jets, one row each; ``trained``: the
+    steps of the tagger's weights, which the PFN trained for too (a line under the table)."""
     rows = [("this run's tagger", metrics), *((BASELINES[k], m) for k, (m, _) in extra.items())]
     width = max(len(name) for name, _ in rows)
     lines = [f"\non the same {test_jets:,} test jets:",
@@ -354,6 +409,8 @@ def comparison_table(metrics: dict[str, float], extra, test_jets: int) -> str:
     for name, m in rows:
         lines.append(f"  {name:<{width}}  {m['test_auc']:6.4f}  {m['test_accuracy']:8.4f}  "
                      f"{m['test_rejection_30']:8.1f}  {m['test_rejection_50']:8.1f}")
+    if trained is not None and "pfn" in extra:
+        lines.append(f"  (the tagger's weights and the PFN: {trained:,} steps each)")
     return "\n".join(lines)
 
 
