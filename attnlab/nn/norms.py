@@ -47,6 +47,10 @@ class RMSNorm(nn.Module):
         self.dim, self.eps = checked("dim", dim), checked("eps", eps)
         self.weight = nn.Parameter(torch.ones(dim))  # γ
 
+    def reset_parameters(self) -> None:
+        """γ = 1 (after ``to_empty``, a meta-device build's memory), as ``nn.RMSNorm``."""
+        nn.init.ones_(self.weight)
+
     def forward(self, x: Tensor) -> Tensor:
         if (x.dtype in (torch.float32, torch.float64) and x.dtype == self.weight.dtype
                 and torch.is_grad_enabled() and not torch.compiler.is_compiling()):

@@ -1,0 +1,60 @@
+"""Initialisation that survives a meta-device build: each part's ``reset_parameters``.
+
+Built under ``torch.device("meta")`` a model allocates nothing; ``model.to_empty(device=...)``
+then gives every parameter and buffer uninitialised memory, and each module's
+``reset_parameters()`` is what fills it again (as torch's ``nn.Linear``, ``nn.LayerNorm`` do).
+Callers reach those methods in different orders: ``nn.Module.apply`` children first, a loop over
+``model.modules()`` parents first, FSDP only the modules that hold tensors themselves. So an
+initialisation other than torch's default is carried by the submodule holding the tensor: an
+attention projection's own ``reset_parameters`` is Xavier-uniform, whichever order calls it,
+and a module with computed buffers (sinusoidal tables, RoPE's cos/sin, ALiBi's slopes)
+recomputes them in its ``reset_parameters``.
+
+Before this, a meta build then ``to_empty`` and ``reset_parameters`` gave attention
+projections torch's Kaiming weights and random biases instead of Xavier and zeros, a learned
+position table N(0, 1) instead of N(0, 0.02²), and left the sinusoidal and rotary tables as
+whatever memory held, without a word.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, TypeVar
+
+import torch
+from torch import nn
+
+__all__ = ["init_with", "xavier_zero", "normal_002"]
+
+M = TypeVar("M", bound=nn.Module)
+
+
+def init_with(module: M, init: Callable[[M], None]) -> M:
+    """Initialise ``module`` by ``init(module)`` now and on every later
+    ``module.reset_parameters()`` (the method a meta-device build calls after ``to_empty``).
+
+    The module keeps its class (``type(m) is nn.Linear`` still holds, its repr and state dict
+    are unchanged); ``init`` is a module-level function, so the module still pickles and
+    deep-copies (the copy resets itself, not the original).
+
+    Examples:
+        >>> layer = init_with(nn.Linear(4, 4), xavier_zero)
+        >>> with torch.no_grad():
+        ...     _ = layer.bias.fill_(1.0)
+        >>> layer.reset_parameters(); layer.bias.tolist()
+        [0.0, 0.0, 0.0, 0.0]
+    """
+    module.reset_parameters = functools.partial(init, module)
+    init(module)
+    return module
+
+
+def xavier_zero(linear: nn.Linear) -> None:
+    """The Transformer's projection init (as in the course): Xavier-uniform weight, zero bias."""
+    nn.init.xavier_uniform_(linear.weight)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+
+
+def normal_002(embedding: nn.Embedding) -> None:
+    """BERT's and GPT-2's table init: N(0, 0.02²)."""
+    nn.init.normal_(embedding.weight, std=0.02)
