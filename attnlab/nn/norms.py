@@ -54,7 +54,7 @@ class RMSNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if (x.dtype in (torch.float32, torch.float64) and x.dtype == self.weight.dtype
                 and torch.is_grad_enabled() and not torch.compiler.is_compiling()):
-            return _RMSNormFunction.apply(x, self.weight, self.eps)
+            return _RMSNormFunction.apply(x, self.weight, self.eps)[0]
         h = x.float()
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # x / RMS(x)
         return self.weight * h.to(x.dtype)
@@ -68,27 +68,58 @@ class _RMSNormFunction(torch.autograd.Function):
     r = 1/√(mean(x²) + ε), ∂L/∂x = r·(g·γ − n·mean(g·γ·n)) and ∂L/∂γ = Σ g·n. Why: on a CPU
     autograd's gradients of the five operations above take a fifth longer than these few
     (benchmarks/RESULTS.md, "time_to_loss"); the values are the same to float rounding
-    (tests/nn/test_llama_parts.py). A second derivative is refused, not silently wrong;
-    under ``torch.compile`` the plain operations are used, which the compiler fuses."""
+    (tests/nn/test_llama_parts.py). Under ``torch.compile`` the plain operations are used,
+    which the compiler fuses.
+
+    It is a function as ``torch.func`` takes them (``setup_context``, a generated vmap rule,
+    a ``jvp``), and its backward is differentiable: a second derivative (a gradient penalty,
+    ``torch.func.hessian``) recomputes r from x. Once-differentiable, as it was, the second
+    derivative was silently zero where unused inputs are allowed (``gradgradcheck``) and
+    ``torch.func.grad``, ``vmap`` and ``jacfwd`` of any model with an RMSNorm refused to run.
+    """
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, eps: float) -> Tensor:
-        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))
+    def forward(x: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))  # (..., 1)
+        return x * r * weight, r
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        x, weight, ctx.eps = inputs
+        r = output[1]
+        ctx.mark_non_differentiable(r)
+        ctx.save_for_backward(x, r, weight)
+        ctx.save_for_forward(x, r, weight)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor, _grad_r: Tensor | None):
+        x, r, weight = ctx.saved_tensors
+        graph = torch.is_grad_enabled()  # create_graph: a second derivative may follow
+        if graph:  # r as a function of x, not the saved constant
+            r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + ctx.eps)
         n = x * r
-        ctx.save_for_backward(n, r, weight)
-        return n * weight
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad: Tensor):
-        n, r, weight = ctx.saved_tensors
         gx = gw = None
         if ctx.needs_input_grad[0]:
             gn = grad * weight
-            gx = (gn - n * (gn * n).mean(-1, keepdim=True)).mul_(r)
+            gx = gn - n * (gn * n).mean(-1, keepdim=True)
+            gx = gx * r if graph else gx.mul_(r)
         if ctx.needs_input_grad[1]:
             gw = (grad * n).reshape(-1, n.shape[-1]).sum(0)
         return gx, gw, None
+
+    @staticmethod
+    def jvp(ctx, x_t: Tensor | None, weight_t: Tensor | None, _eps_t):
+        """Forward mode: dn = r·(dx − n·mean(n·dx)), dy = dn·γ + n·dγ."""
+        x, r, weight = ctx.saved_tensors
+        n = x * r
+        dy = torch.zeros_like(n)
+        if x_t is not None:
+            dy = dy + r * (x_t - n * (n * x_t).mean(-1, keepdim=True)) * weight
+        if weight_t is not None:
+            dy = dy + n * weight_t
+        return dy, None
 
 
 def make_norm(kind: str, dim: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
