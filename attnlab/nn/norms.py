@@ -53,9 +53,10 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if (x.dtype in (torch.float32, torch.float64) and x.dtype == self.weight.dtype
-                and torch.is_grad_enabled() and not torch.compiler.is_compiling()):
-            return _RMSNormFunction.apply(x, self.weight, self.eps)[0]
-        h = x.float()
+                and torch.is_grad_enabled() and not torch.compiler.is_compiling()
+                and not _transformed()):
+            return _RMSNormFunction.apply(x, self.weight, self.eps)
+        h = x.to(torch.promote_types(x.dtype, torch.float32))  # float64 stays float64
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # x / RMS(x)
         return self.weight * h.to(x.dtype)
 
@@ -71,55 +72,43 @@ class _RMSNormFunction(torch.autograd.Function):
     (tests/nn/test_llama_parts.py). Under ``torch.compile`` the plain operations are used,
     which the compiler fuses.
 
-    It is a function as ``torch.func`` takes them (``setup_context``, a generated vmap rule,
-    a ``jvp``), and its backward is differentiable: a second derivative (a gradient penalty,
-    ``torch.func.hessian``) recomputes r from x. Once-differentiable, as it was, the second
-    derivative was silently zero where unused inputs are allowed (``gradgradcheck``) and
-    ``torch.func.grad``, ``vmap`` and ``jacfwd`` of any model with an RMSNorm refused to run.
+    Its backward is differentiable: where a graph of it is built (``create_graph=True``, a
+    gradient penalty) it recomputes r from x, so a second derivative is right. ``torch.func``
+    transforms and forward-mode AD do not run it: :func:`_transformed` sends them to the plain
+    operations, whose derivatives of every order torch knows (tests/nn/test_rms_norm_transforms.py).
     """
 
-    generate_vmap_rule = True
-
     @staticmethod
-    def forward(x: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))  # (..., 1)
-        return x * r * weight, r
-
-    @staticmethod
-    def setup_context(ctx, inputs, output) -> None:
-        x, weight, ctx.eps = inputs
-        r = output[1]
-        ctx.mark_non_differentiable(r)
+    def forward(ctx, x: Tensor, weight: Tensor, eps: float) -> Tensor:
+        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))
+        ctx.eps = eps
         ctx.save_for_backward(x, r, weight)
-        ctx.save_for_forward(x, r, weight)
+        return x * r * weight
 
     @staticmethod
-    def backward(ctx, grad: Tensor, _grad_r: Tensor | None):
+    def backward(ctx, grad: Tensor):
         x, r, weight = ctx.saved_tensors
         graph = torch.is_grad_enabled()  # create_graph: a second derivative may follow
         if graph:  # r as a function of x, not the saved constant
             r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + ctx.eps)
-        n = x * r
         gx = gw = None
-        if ctx.needs_input_grad[0]:
-            gn = grad * weight
-            gx = gn - n * (gn * n).mean(-1, keepdim=True)
+        gxx = (grad * x).reshape(-1, x.shape[-1])  # g·x, shared by both gradients
+        if ctx.needs_input_grad[0]:  # r·(g·γ − x·r²·mean(g·γ·x)), matrix-vector for the mean
+            s = (gxx @ weight).reshape(r.shape) * (r * r / x.shape[-1])
+            gx = grad * weight - x * s
             gx = gx * r if graph else gx.mul_(r)
-        if ctx.needs_input_grad[1]:
-            gw = (grad * n).reshape(-1, n.shape[-1]).sum(0)
+        if ctx.needs_input_grad[1]:  # Σ g·x·r over the rows
+            gw = r.reshape(1, -1) @ gxx
+            gw = gw.reshape(-1)
         return gx, gw, None
 
-    @staticmethod
-    def jvp(ctx, x_t: Tensor | None, weight_t: Tensor | None, _eps_t):
-        """Forward mode: dn = r·(dx − n·mean(n·dx)), dy = dn·γ + n·dγ."""
-        x, r, weight = ctx.saved_tensors
-        n = x * r
-        dy = torch.zeros_like(n)
-        if x_t is not None:
-            dy = dy + r * (x_t - n * (n * x_t).mean(-1, keepdim=True)) * weight
-        if weight_t is not None:
-            dy = dy + n * weight_t
-        return dy, None
+
+def _transformed() -> bool:
+    """Whether a ``torch.func`` transform (grad, vmap, jvp, jacfwd, hessian) or a forward-mode
+    AD level (``torch.autograd.forward_ad.dual_level``) is active: an old-style Function's saved
+    r would enter them as a constant, so the plain operations are used."""
+    return (torch._C._functorch.maybe_current_level() is not None
+            or torch.autograd.forward_ad._current_level >= 0)
 
 
 def make_norm(kind: str, dim: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:
