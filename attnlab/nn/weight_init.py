@@ -17,7 +17,8 @@ whatever memory held, without a word.
 """
 from __future__ import annotations
 
-import functools
+import copy
+import weakref
 from typing import Callable, TypeVar
 
 import torch
@@ -34,7 +35,9 @@ def init_with(module: M, init: Callable[[M], None]) -> M:
 
     The module keeps its class (``type(m) is nn.Linear`` still holds, its repr and state dict
     are unchanged); ``init`` is a module-level function, so the module still pickles and
-    deep-copies (the copy resets itself, not the original).
+    deep-copies (the copy resets itself, not the original). The method holds the module by a
+    weak reference, so ``del model`` frees its memory at once, not at the next garbage
+    collection (a reference cycle kept a third of a CausalLM's parameters allocated).
 
     Examples:
         >>> layer = init_with(nn.Linear(4, 4), xavier_zero)
@@ -43,9 +46,26 @@ def init_with(module: M, init: Callable[[M], None]) -> M:
         >>> layer.reset_parameters(); layer.bias.tolist()
         [0.0, 0.0, 0.0, 0.0]
     """
-    module.reset_parameters = functools.partial(init, module)
+    module.reset_parameters = _Reset(module, init)
     init(module)
     return module
+
+
+class _Reset:
+    """``init(module)`` as the module's ``reset_parameters``, holding the module weakly: a
+    strong reference from the module's own attribute would be a reference cycle."""
+
+    def __init__(self, module: nn.Module, init: Callable) -> None:
+        self.module, self.init = weakref.ref(module), init
+
+    def __call__(self) -> None:
+        self.init(self.module())
+
+    def __reduce__(self):  # pickled with its module (pickle's memo resolves the loop)
+        return _Reset, (self.module(), self.init)
+
+    def __deepcopy__(self, memo: dict) -> _Reset:  # the copy resets the copied module
+        return _Reset(copy.deepcopy(self.module(), memo), self.init)
 
 
 def xavier_zero(linear: nn.Linear) -> None:
