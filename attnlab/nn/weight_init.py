@@ -10,6 +10,11 @@ attention projection's own ``reset_parameters`` is Xavier-uniform, whichever ord
 and a module with computed buffers (sinusoidal tables, RoPE's cos/sin, ALiBi's slopes)
 recomputes them in its ``reset_parameters``.
 
+This covers the parts in ``attnlab.nn``. The models in ``attnlab.models`` (CausalLM, Seq2Seq,
+the classifier, jets) initialise some weights in their own constructors (CausalLM draws every
+matrix from N(0, 2/5D) and scales the projections into the residual stream by 1/√(2L)); a
+meta build of one, reset, does not get those: build them normally.
+
 Before this, a meta build then ``to_empty`` and ``reset_parameters`` gave attention
 projections torch's Kaiming weights and random biases instead of Xavier and zeros, a learned
 position table N(0, 1) instead of N(0, 0.02²), and left the sinusoidal and rotary tables as
