@@ -294,6 +294,10 @@ class RotaryEmbedding(nn.Module):
 
     def reset_parameters(self) -> None:
         """Recompute the tables in place (after ``to_empty``, a meta-device build's memory)."""
+        if not hasattr(self, "_scaling_factors"):  # pickled whole by a version that did not
+            if self.scaling != "none":             # keep them: its tables, pickled with it,
+                return                             # are the only record of its factors
+            self._scaling_factors = {}
         with torch.no_grad():
             for buffer, table in zip((self.cos, self.sin), self._tables()):
                 buffer.copy_(table)

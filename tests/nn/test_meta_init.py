@@ -113,3 +113,16 @@ def test_del_frees_a_model_without_a_garbage_collection():
     finally:
         gc.enable()
     assert alive == 0, f"{alive} of {len(weights)} parameters alive after del"
+
+
+@pytest.mark.parametrize("scaling", ["none", "llama3"])
+def test_a_rotary_embedding_pickled_by_an_older_version_resets(scaling):
+    """A whole model pickled before the scaling factors were kept has no ``_scaling_factors``:
+    its ``reset_parameters`` raised AttributeError."""
+    from attnlab.nn import RotaryEmbedding
+
+    rope = RotaryEmbedding(8, max_len=16, scaling=scaling, factor=8.0, original_max_len=4)
+    cos = rope.cos.clone()
+    del rope._scaling_factors  # as an older version's pickle loads
+    rope.reset_parameters()
+    assert torch.equal(rope.cos, cos)
