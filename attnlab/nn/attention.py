@@ -31,6 +31,7 @@ from .norms import RMSNorm
 from .positional import RotaryEmbedding, position_range
 from .quantize import linear
 from .sdpa import attend, scaled_dot_product
+from .weight_init import init_with, xavier_zero
 
 __all__ = ["scaled_dot_product", "MultiheadAttention"]
 
@@ -158,13 +159,13 @@ class MultiheadAttention(nn.Module):
     _attention_sinks: tuple = ()
 
     def _reset_parameters(self) -> None:
-        # Original Transformer initialisation (as in the course): Xavier-uniform, zero bias.
+        # Original Transformer initialisation (as in the course): Xavier-uniform, zero bias,
+        # carried by each projection so that its reset_parameters() after a meta-device build
+        # gives it again (weight_init.py)
         for name in ("q_proj", "kv_proj", "qkv_proj", "o_proj"):  # not the parts passed in
             module = getattr(self, name, None)
             if module is not None:
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    module.bias.data.fill_(0)
+                init_with(module, xavier_zero)
 
     # ---- projections -------------------------------------------------------------------
     def _heads(self, y: Tensor, n: int, heads: int | None = None) -> tuple[Tensor, ...]:

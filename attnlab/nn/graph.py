@@ -33,6 +33,7 @@ from ..settings import check_argument
 from .arguments import BlockArguments, checked
 from .masks import as_bool_mask
 from .scores import attend
+from .weight_init import init_with, xavier_zero
 
 __all__ = ["GraphAttention", "adjacency_from_edges", "neighbourhood", "check_features"]
 
@@ -161,9 +162,16 @@ class GraphAttention(nn.Module):
         self.bias = nn.Parameter(torch.zeros(num_heads * out_dim if concat else out_dim)) \
             if bias else None
         self.dropout = nn.Dropout(dropout)
-        nn.init.xavier_uniform_(self.lin.weight)
+        init_with(self.lin, xavier_zero)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform a, zero bias (W's own ``reset_parameters`` is Xavier-uniform): the
+        initialisation again, after ``to_empty`` (a meta-device build's memory)."""
         nn.init.xavier_uniform_(self.att_src)
         nn.init.xavier_uniform_(self.att_dst)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
 
     def neighbourhood(self, graph: Tensor, num_nodes: int) -> Tensor:
         """The boolean (…, N, N) mask of who attends to whom, self-loops included if asked."""

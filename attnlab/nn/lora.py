@@ -86,8 +86,14 @@ class LoRALinear(nn.Module):
                                                device=weight.device))
         self.lora_B = nn.Parameter(torch.zeros(base.out_features, rank, dtype=weight.dtype,
                                                device=weight.device))
-        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))  # nn.Linear's weight init
+        self.reset_parameters()
         self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+
+    def reset_parameters(self) -> None:
+        """A as ``nn.Linear``'s weight, B = 0 (the update starts at zero): the initialisation
+        again, after ``to_empty`` (a meta-device build's memory). ``base`` is not touched."""
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))  # nn.Linear's weight init
+        nn.init.zeros_(self.lora_B)
 
     @property
     def in_features(self) -> int:

@@ -47,11 +47,16 @@ class RMSNorm(nn.Module):
         self.dim, self.eps = checked("dim", dim), checked("eps", eps)
         self.weight = nn.Parameter(torch.ones(dim))  # γ
 
+    def reset_parameters(self) -> None:
+        """γ = 1 (after ``to_empty``, a meta-device build's memory), as ``nn.RMSNorm``."""
+        nn.init.ones_(self.weight)
+
     def forward(self, x: Tensor) -> Tensor:
         if (x.dtype in (torch.float32, torch.float64) and x.dtype == self.weight.dtype
-                and torch.is_grad_enabled() and not torch.compiler.is_compiling()):
+                and torch.is_grad_enabled() and not torch.compiler.is_compiling()
+                and not _transformed()):
             return _RMSNormFunction.apply(x, self.weight, self.eps)
-        h = x.float()
+        h = x.to(torch.promote_types(x.dtype, torch.float32))  # float64 stays float64
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # x / RMS(x)
         return self.weight * h.to(x.dtype)
 
@@ -64,27 +69,46 @@ class _RMSNormFunction(torch.autograd.Function):
     r = 1/√(mean(x²) + ε), ∂L/∂x = r·(g·γ − n·mean(g·γ·n)) and ∂L/∂γ = Σ g·n. Why: on a CPU
     autograd's gradients of the five operations above take a fifth longer than these few
     (benchmarks/RESULTS.md, "time_to_loss"); the values are the same to float rounding
-    (tests/nn/test_llama_parts.py). A second derivative is refused, not silently wrong;
-    under ``torch.compile`` the plain operations are used, which the compiler fuses."""
+    (tests/nn/test_llama_parts.py). Under ``torch.compile`` the plain operations are used,
+    which the compiler fuses.
+
+    Its backward is differentiable: where a graph of it is built (``create_graph=True``, a
+    gradient penalty) it recomputes r from x, so a second derivative is right. ``torch.func``
+    transforms and forward-mode AD do not run it: :func:`_transformed` sends them to the plain
+    operations, whose derivatives of every order torch knows (tests/nn/test_rms_norm_transforms.py).
+    """
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, eps: float) -> Tensor:
         r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))
-        n = x * r
-        ctx.save_for_backward(n, r, weight)
-        return n * weight
+        ctx.eps = eps
+        ctx.save_for_backward(x, r, weight)
+        return x * r * weight
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad: Tensor):
-        n, r, weight = ctx.saved_tensors
+        x, r, weight = ctx.saved_tensors
+        graph = torch.is_grad_enabled()  # create_graph: a second derivative may follow
+        if graph:  # r as a function of x, not the saved constant
+            r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + ctx.eps)
         gx = gw = None
-        if ctx.needs_input_grad[0]:
-            gn = grad * weight
-            gx = (gn - n * (gn * n).mean(-1, keepdim=True)).mul_(r)
-        if ctx.needs_input_grad[1]:
-            gw = (grad * n).reshape(-1, n.shape[-1]).sum(0)
+        gxx = (grad * x).reshape(-1, x.shape[-1])  # g·x, shared by both gradients
+        if ctx.needs_input_grad[0]:  # r·(g·γ − x·r²·mean(g·γ·x)), matrix-vector for the mean
+            s = (gxx @ weight).reshape(r.shape) * (r * r / x.shape[-1])
+            gx = grad * weight - x * s
+            gx = gx * r if graph else gx.mul_(r)
+        if ctx.needs_input_grad[1]:  # Σ g·x·r over the rows
+            gw = r.reshape(1, -1) @ gxx
+            gw = gw.reshape(-1)
         return gx, gw, None
+
+
+def _transformed() -> bool:
+    """Whether a ``torch.func`` transform (grad, vmap, jvp, jacfwd, hessian) or a forward-mode
+    AD level (``torch.autograd.forward_ad.dual_level``) is active: an old-style Function's saved
+    r would enter them as a constant, so the plain operations are used."""
+    return (torch._C._functorch.maybe_current_level() is not None
+            or torch.autograd.forward_ad._current_level >= 0)
 
 
 def make_norm(kind: str, dim: int, *, eps: float = 1e-5, bias: bool = True) -> nn.Module:

@@ -40,6 +40,7 @@ from torch import Tensor, nn
 
 from ..positional_names import POSITIONAL_NAMES, ROPE_SCALINGS, positional_names
 from .arguments import checked
+from .weight_init import init_with, normal_002
 
 __all__ = ["PositionalEncoding", "LearnedPositionalEncoding", "RotaryEmbedding", "ALiBi",
            "PositionalKind", "POSITIONAL_KINDS", "positional_kind", "input_kinds",
@@ -143,6 +144,11 @@ class PositionalEncoding(nn.Module):
         self.d_model, self.max_len = d_model, max_len
         self.register_buffer("pe", sinusoidal_table(max_len, d_model)[None], persistent=False)
 
+    def reset_parameters(self) -> None:
+        """Recompute the table in place (after ``to_empty``, a meta-device build's memory)."""
+        with torch.no_grad():
+            self.pe.copy_(sinusoidal_table(self.max_len, self.d_model)[None])
+
     def forward(self, x: Tensor, *, positions: Tensor | None = None) -> Tensor:
         _check_input(x, self.d_model)
         if positions is None:  # the course's x + pe[:, :T], a slice (no gather)
@@ -181,8 +187,7 @@ class LearnedPositionalEncoding(nn.Module):
         super().__init__()
         check_table("d_model", d_model, max_len)
         self.d_model, self.max_len = d_model, max_len  # as in PositionalEncoding
-        self.embedding = nn.Embedding(max_len, d_model)
-        nn.init.normal_(self.embedding.weight, std=0.02)
+        self.embedding = init_with(nn.Embedding(max_len, d_model), normal_002)
 
     def forward(self, x: Tensor, *, positions: Tensor | None = None) -> Tensor:
         _check_input(x, self.d_model)
@@ -273,13 +278,29 @@ class RotaryEmbedding(nn.Module):
         if head_dim % 2:
             raise ValueError(f"rotary embeddings need an even head width, got {head_dim}")
         self.head_dim, self.max_len, self.base, self.scaling = head_dim, max_len, base, scaling
-        inv_freq = rope_frequencies(head_dim, base, scaling=scaling, factor=factor,
-                                    low_freq_factor=low_freq_factor,
-                                    high_freq_factor=high_freq_factor,
-                                    original_max_len=original_max_len)
-        angles = torch.arange(max_len, dtype=torch.float32)[:, None] * inv_freq  # (max_len, hd/2)
-        self.register_buffer("cos", angles.cos(), persistent=False)
-        self.register_buffer("sin", angles.sin(), persistent=False)
+        self._scaling_factors = dict(factor=factor, low_freq_factor=low_freq_factor,
+                                     high_freq_factor=high_freq_factor,
+                                     original_max_len=original_max_len)
+        cos, sin = self._tables()
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def _tables(self) -> tuple[Tensor, Tensor]:
+        """cos and sin of pos·ω_i, (max_len, hd/2) each, float32."""
+        inv_freq = rope_frequencies(self.head_dim, self.base, scaling=self.scaling,
+                                    **self._scaling_factors)
+        angles = torch.arange(self.max_len, dtype=torch.float32)[:, None] * inv_freq
+        return angles.cos(), angles.sin()  # (max_len, hd/2)
+
+    def reset_parameters(self) -> None:
+        """Recompute the tables in place (after ``to_empty``, a meta-device build's memory)."""
+        if not hasattr(self, "_scaling_factors"):  # pickled whole by a version that did not
+            if self.scaling != "none":             # keep them: its tables, pickled with it,
+                return                             # are the only record of its factors
+            self._scaling_factors = {}
+        with torch.no_grad():
+            for buffer, table in zip((self.cos, self.sin), self._tables()):
+                buffer.copy_(table)
 
     def forward(self, x: Tensor, positions: Tensor) -> Tensor:
         if x.shape[-1] != self.head_dim:  # heads 2 wide would broadcast against the table
@@ -325,8 +346,16 @@ class ALiBi(nn.Module):
         super().__init__()
         if not isinstance(num_heads, int) or num_heads < 1:
             raise ValueError(f"num_heads must be a positive integer, got {num_heads!r}")
-        slopes = 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float32) / num_heads)
-        self.register_buffer("slopes", slopes, persistent=False)  # (H,)
+        self.register_buffer("slopes", self._slopes(num_heads), persistent=False)  # (H,)
+
+    @staticmethod
+    def _slopes(num_heads: int) -> Tensor:
+        return 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float32) / num_heads)
+
+    def reset_parameters(self) -> None:
+        """Recompute the slopes in place (after ``to_empty``, a meta-device build's memory)."""
+        with torch.no_grad():
+            self.slopes.copy_(self._slopes(self.slopes.numel()))
 
     def forward(self, T_q: int, T_k: int) -> Tensor:
         i = torch.arange(T_k - T_q, T_k, device=self.slopes.device)[:, None]  # (T_q, 1)
