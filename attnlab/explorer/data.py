@@ -30,6 +30,11 @@ model's weight rounded once. ``mean``, in a layer of more than one head, is the 
 mean over its heads, taken before rounding (a mean of rounded weights can be off in the last
 digit).
 
+Weights are checked where they enter, once, by ``check_weights``: each finite and from 0 to 1,
+each query's row a softmax's (summing to 1 within ``ROW_SUM_ATOL`` and the page's rounding, or
+all 0: a query that may attend to nothing). A map of logits, a transposed map or a NaN is
+refused in one line naming the layer, head and query.
+
 Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
 
 Shapes: H heads, T_q query tokens, T_k key tokens.
