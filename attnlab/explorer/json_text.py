@@ -23,22 +23,23 @@ _OPTIONS = {"allow_nan": False, "ensure_ascii": False, "separators": (",", ":")}
 
 
 def _codes(a: np.ndarray, digits: int) -> tuple[np.ndarray, list[str]]:
-    """(an index per element, the text of each index) of a float array: by its value times
-    10**digits where every element is a multiple of 10**-digits (a page's weights), else by
-    its distinct values."""
+    """(an index per element, the text of each index) of an array: a page's weights by their
+    value times 10**digits (each is a multiple of 10**-digits), 0/1 by themselves, anything
+    else by its distinct values."""
     if a.dtype.kind in "iub":  # masked: 0 and 1 (or false and true, as a reader wrote it)
+        if a.dtype.kind == "b" or a.size and a.min() >= 0 and a.max() <= 1:
+            return a.astype(np.intp), ["false", "true"] if a.dtype.kind == "b" else ["0", "1"]
         values, codes = np.unique(a, return_inverse=True)
         return codes.reshape(a.shape), [json.dumps(v) for v in values.tolist()]
-    a = a + 0.0  # -0.0 -> 0.0 (a weight is never below 0)
     if digits <= 15 and a.size:
         scale = 10.0 ** digits
         n = np.rint(a * scale)
         if n.min() >= 0 and n.max() <= 10 ** 6:
-            n = n.astype(np.int64)
+            n = n.astype(np.intp)  # -0.0 (never below 0, as a weight) is 0 and written "0.0"
             values = np.arange(int(n.max()) + 1) / scale  # what np.round and round give
             if np.array_equal(values[n], a):
                 return n, [repr(v) for v in values.tolist()]
-    values, codes = np.unique(a, return_inverse=True)
+    values, codes = np.unique(a + 0.0, return_inverse=True)  # -0.0 -> 0.0
     return codes.reshape(a.shape), [repr(v) for v in values.tolist()]
 
 
@@ -51,7 +52,7 @@ def _table(texts: list[str]) -> np.ndarray:
 def _closed(shape: tuple[int, ...]) -> np.ndarray:
     """For each element of an array of ``shape``, how many of its trailing axes end with it
     (0: within a row; 1: a row's last; 2: a head's last row's last, ...)."""
-    closed = np.zeros(shape, dtype=np.int64)
+    closed = np.zeros(shape, dtype=np.intp)
     ending = np.ones(shape, dtype=bool)
     for axis in reversed(range(len(shape))):
         last = np.arange(shape[axis]) == shape[axis] - 1
@@ -79,8 +80,12 @@ def array_json(a: np.ndarray, digits: int = 4) -> str:
     codes, texts = _codes(a, digits)
     d = a.ndim
     follows = ["]" * c + "," + "[" * c for c in range(d)] + ["]" * d]
-    pieces = np.concatenate([_table(texts)[codes.ravel()],  # (N, width of a number)
-                             _table(follows)[_closed(a.shape).ravel()]], axis=1)
+    closed = _closed(a.shape).ravel()
+    if len(texts) * len(follows) <= 1 << 16:  # a page's: every number with every follower
+        pieces = _table([t + f for t in texts for f in follows])[
+            codes.ravel() * len(follows) + closed]  # (N, width)
+    else:  # many distinct numbers: the two gathered apart
+        pieces = np.concatenate([_table(texts)[codes.ravel()], _table(follows)[closed]], axis=1)
     text = pieces[pieces != 0].tobytes().decode("ascii")
     return "[" * d + text
 

@@ -73,3 +73,9 @@ def test_any_array_is_written_as_json_writes_its_list(shape):
     a = np.random.default_rng(0).random(shape).round(4)
     for array in (a, (a > 0.5).astype(int), a > 0.5, -a):
         assert array_json(array) == json.dumps(array.tolist(), separators=(",", ":"))
+
+
+def test_an_array_of_many_distinct_numbers_is_written_as_json_writes_it():
+    """More distinct numbers than a table of every number with every follower holds."""
+    a = np.random.default_rng(1).random((2, 100, 100))  # 20,000 numbers, not rounded
+    assert array_json(a, digits=20) == json.dumps(a.tolist(), separators=(",", ":"))
