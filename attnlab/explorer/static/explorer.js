@@ -333,11 +333,13 @@
     const room = (scroller.clientWidth || Math.max(0, window.innerWidth - 300)) - labelColumn - 6;
     // a page of its own fits the map in the window's height under its key labels (at 1280 x
     // 800 a reversal's 16th row was below the fold); a notebook's frame grows to the page
-    // instead, so there a height taken from the frame's would feed back
+    // instead, so there a height taken from the frame's would feed back. The window's height
+    // never shrinks a cell below a label's line: in a short window (1280 x 450) cells of 12 px
+    // hid every other key label, and the map still did not fit; there the page scrolls.
     const tall = embedded ? 520 : window.innerHeight - KEY_ROW - 12 -
       (scroller.getBoundingClientRect().top + window.scrollY);
-    cell = Math.max(4, Math.min(40, Math.floor(
-      Math.min(Math.max(200, room) / S, Math.min(520, Math.max(200, tall)) / T))));
+    const high = Math.min(Math.floor(520 / T), Math.max(LINE, Math.floor(tall / T)));
+    cell = Math.max(4, Math.min(40, Math.floor(Math.max(200, room) / S), high));
     mainMap.width = S * cell; mainMap.height = T * cell;
     // a key label is a line wide, centred on its column: on thin columns the first one
     // reaches left of the map, so the corner's words step aside by as much
