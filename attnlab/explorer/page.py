@@ -84,8 +84,13 @@ class AttentionView:
     """An attention page for Python use: inline in Jupyter, or saved as a file.
 
     Args:
-        data: a dict made by ``attnlab.explorer.attention_data``, checked and written as the
-            page's JSON here, once: the page shows ``data`` as it was when the view was made.
+        data: a dict made by ``attnlab.explorer.attention_data``, checked here and again
+            when the page is written: the page shows ``view.data`` as it is then (a title or
+            weights changed after the view was made included, and checked as they were).
+
+    Raises:
+        ValueError: if ``data`` (or a dict set as ``view.data``) does not have the page's
+            layout or its weights are not attention (``attnlab.explorer.WeightsError``).
 
     Examples:
         >>> from attnlab.explorer import Layer, attention_data
@@ -95,13 +100,23 @@ class AttentionView:
     """
 
     def __init__(self, data: dict[str, Any]) -> None:
-        self._json = _json_in_html(data)  # checked here, once
-        self._title = data.get("title")
         self.data = data
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The page's data; a dict set here is checked at once."""
+        return self._data
+
+    @data.setter
+    def data(self, data: dict[str, Any]) -> None:
+        checked_arrays(data)  # a wrong dict named where it is given, not when it is shown
+        self._data = data
+
     def html(self) -> str:
-        """The whole page as an HTML document."""
-        return _page(self._title, self._json)
+        """The whole page as an HTML document, written (and checked) from ``data`` as it is
+        now: a page kept from the view's making showed a title changed since, and NaN weights
+        set since, without a word."""
+        return render_html(self._data)
 
     def save(self, path: str | Path) -> Path:
         """Write the page to ``path`` (atomically; replaced if it exists). Returns the path."""

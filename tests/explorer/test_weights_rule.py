@@ -63,6 +63,26 @@ def test_a_page_read_back_with_a_bad_weight_is_refused_before_it_is_written(tmp_
     assert not (tmp_path / "page.html").exists()
 
 
+def test_a_view_shows_its_data_as_it_is_when_written(tmp_path):
+    """A view kept the page of its data as it was made: a title changed since was not shown,
+    and NaN weights set since were written without a word. Now the page is written from
+    ``view.data`` as it is, checked again; a dict set as ``view.data`` is checked at once."""
+    view = AttentionView(attention_data([Layer("attn", "self", np.full((1, 2, 2), 0.5))],
+                                        list("ab"), title="before"))
+    view.data["title"] = "after"
+    assert "<title>after · attnlab</title>" in view.html()
+    view.data["layers"][0]["weights"][0][1][0] = math.nan
+    with pytest.raises(WeightsError, match=r"^layer 'attn', head 0, query 1 \('b'\): "):
+        view.save(tmp_path / "page.html")
+    assert not (tmp_path / "page.html").exists()
+    with pytest.raises(WeightsError, match=r"head 0, query 1 \('b'\)"):
+        view._repr_html_()
+    nan = attention_data([Layer("attn", "self", np.full((1, 2, 2), 0.5))], list("ab"))
+    nan["layers"][0]["weights"][0][0][1] = math.nan
+    with pytest.raises(WeightsError, match=r"head 0, query 0 \('a'\)"):
+        view.data = nan
+
+
 def test_what_attention_makes_is_kept():
     """Rows of a query that may attend to nothing (all 0), float16 and bfloat16 softmaxes,
     and long rows each of whose weights the page rounds."""
