@@ -1,12 +1,17 @@
 """The page's data as JSON text, its weights written by NumPy in one go.
 
 ``json.dumps`` of a 4-layer x 4-head x 512-token page turns each of its 5 million weights into
-a Python float and writes each on its own (about 2 s, most of writing the page). Here a layer's
-arrays are written from their distinct values: the weights are rounded to ``digits`` decimals,
-so a page has at most 10**digits + 1 of them, each written once by ``repr`` (what ``json``
-writes for a float) and then gathered by index into the text, row by row. The text is the one
-``json.dumps(data, ensure_ascii=False, separators=(",", ":"))`` writes, byte for byte
-(``tests/explorer/test_json_text.py``; ``benchmarks/explorer_write.py`` measures both).
+a Python float and writes each on its own, most of the time writing the page takes. Here a
+layer's arrays are written from their distinct values: the weights are rounded to ``digits``
+decimals, so a page has at most 10**digits + 1 of them, each written once by ``repr`` (what
+``json`` writes for a float) and then gathered by index into the text, row by row
+(``benchmarks/explorer_write.py`` measures both; its numbers are in benchmarks/RESULTS.md).
+
+For data made by ``attention_data`` (and a page's data read back by ``read_data``) the text is
+the one ``json.dumps(data, ensure_ascii=False, separators=(",", ":"))`` writes, byte for byte
+(``tests/explorer/test_json_text.py``). A dict built by hand holds the same values, not always
+the same text: its weights are read as floats (an integer weight ``1`` is written ``1.0``,
+``-0.0`` as ``0.0``), and a ``masked`` of both booleans and integers is written as one of them.
 
 Shapes: H heads, T_q query tokens, T_k key tokens.
 """
