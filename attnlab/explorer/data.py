@@ -268,8 +268,13 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         given.
 
     Raises:
-        ValueError: no layers, an unknown kind, weights not (H, T_q, T_k) or not finite, or
-            tokens that do not match a layer's size (naming the layer).
+        ValueError: no layers, an unknown kind, weights not (H, T_q, T_k), or tokens that do
+            not match a layer's size (naming the layer).
+        WeightsError: (a ``ValueError``) weights that are not attention, in one line naming
+            the layer, head, query and why: a weight not finite or not from 0 to 1, or a
+            query's row that is not a softmax's (summing to 1 within
+            ``row_sum_tolerance``, or all 0 where the query may attend to nothing): logits,
+            a transposed map.
 
     Examples:
         >>> data = attention_data([Layer("attn", "self", [[[0.25, 0.75], [1.0, 0.0]]])],
