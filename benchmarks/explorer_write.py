@@ -1,7 +1,8 @@
 """Writing the attention page of a long input — 4 layers × 4 heads × 512 tokens, ~33 MB — with
-its weights checked by NumPy once and written from their distinct values
-(``attnlab.explorer.json_text``), against the writer it replaced in the same process: the page
-checked twice, by a Python loop over every weight, and written by ``json.dumps``.
+its weights checked by NumPy (by ``AttentionView`` and again as its page is written, from its
+data as it is then) and written from their distinct values (``attnlab.explorer.json_text``),
+against the writer it replaced in the same process: the page checked twice, by a Python loop
+over every weight, and written by ``json.dumps``.
 
     python -m benchmarks.explorer_write [--quick]
 
@@ -102,7 +103,7 @@ def main() -> None:
         print(f"  {'':38s} {'wall s':>8s} {'CPU s':>8s}")
         print(f"  {'attention_data (not changed)':38s} {t_data:8.3f} {c_data:8.3f}")
         print(f"  {'old: check twice + json.dumps':38s} {t_old:8.3f} {c_old:8.3f}")
-        print(f"  {'new: check once (NumPy) + json_text':38s} {t_new:8.3f} {c_new:8.3f}   "
+        print(f"  {'new: check twice (NumPy) + json_text':38s} {t_new:8.3f} {c_new:8.3f}   "
               f"ratio old/new: wall {t_old / t_new:.1f}, CPU {c_old / c_new:.1f}")
         if not same:
             raise SystemExit("the pages differ")

@@ -274,7 +274,11 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
             the layer, head, query and why: a weight not finite or not from 0 to 1, or a
             query's row that is not a softmax's (summing to 1 within
             ``row_sum_tolerance``, or all 0 where the query may attend to nothing): logits,
-            a transposed map.
+            a transposed map. Weights read back from a page (``read_data``) are already
+            rounded to its ``digits``, which this rule does not know: a long row of small
+            weights can lose more than 0.01 (a 512-key row of 0.98 and 511 weights of 3.9e-5
+            reads back as 0.98 and 0s) and is refused here. Give the model's own maps, or the
+            page's data as read to ``render_html``/``AttentionView``, which allow for it.
 
     Examples:
         >>> data = attention_data([Layer("attn", "self", [[[0.25, 0.75], [1.0, 0.0]]])],
