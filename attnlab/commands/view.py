@@ -92,6 +92,7 @@ def write_page(args):
     out = choose_out(args.out, Path(run_dir) / DEFAULT_NAME, formats=PAGE_FORMATS, what="a page")
     task = get_task(cfg.task)
     from ..explorer import AttentionView, attention_data
+    from ..explorer.data import WeightsError
     from .plot import attention_focus, shown_input
 
     with weights_from(run_dir, cfg, args.checkpoint, say=True) as step:
@@ -100,9 +101,13 @@ def write_page(args):
     title = f"{cfg.task}: attention on {shown_input(args.input, 61)!r}"
     if row is not None:
         title += f", query row {row} pinned"
-    view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg.task,
-                                        run=str(args.run_dir), title=title, focus=row,
-                                        record=shown_record(run_dir, args.checkpoint, step)))
+    try:  # the weights checked before anything is written (a diverged run's are NaN)
+        view = AttentionView(attention_data(layers, query_tokens, key_tokens, task=cfg.task,
+                                            run=str(args.run_dir), title=title, focus=row,
+                                            record=shown_record(run_dir, args.checkpoint, step)))
+    except WeightsError as e:
+        raise UsageError(f"{args.run_dir}: its attention on --input cannot be shown: {e}") \
+            from None
     return Path(_write(lambda: view.save(out), out, given=given))
 
 

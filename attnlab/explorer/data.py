@@ -30,6 +30,11 @@ model's weight rounded once. ``mean``, in a layer of more than one head, is the 
 mean over its heads, taken before rounding (a mean of rounded weights can be off in the last
 digit).
 
+Weights are checked where they enter, once, by ``check_weights``: each finite and from 0 to 1,
+each query's row a softmax's (summing to 1 within ``ROW_SUM_ATOL`` and the page's rounding, or
+all 0: a query that may attend to nothing). A map of logits, a transposed map or a NaN is
+refused in one line naming the layer, head and query.
+
 Torch is not needed here: weights may be tensors, NumPy arrays or nested lists.
 
 Shapes: H heads, T_q query tokens, T_k key tokens.
@@ -44,8 +49,9 @@ import numpy as np
 
 from .record import check_record, metrics_of_text, shown_metrics, weights_text
 
-__all__ = ["KINDS", "Layer", "attention_data", "check_data", "masked_cells", "rounded",
-           "underflows_early"]
+__all__ = ["KINDS", "ROW_SUM_ATOL", "Layer", "attention_data", "check_data", "check_weights",
+           "checked_arrays", "masked_cells", "row_sum_tolerance", "rounded", "underflows_early",
+           "WeightsError"]
 
 KINDS = ("self", "causal", "cross")
 VERSION = 1
@@ -83,9 +89,79 @@ def _as_heads(weights: Any, name: str) -> np.ndarray:
         w = w[None]
     if w.ndim != 3:
         raise ValueError(f"layer {name!r}: weights must be (H, T_q, T_k), got shape {w.shape}")
-    if not np.isfinite(w).all():
-        raise ValueError(f"layer {name!r}: weights are not all finite")
     return w
+
+
+# The rule a page's weights keep, declared once and checked where they enter (attention_data's
+# arrays, a page's data read back): each weight is finite and from 0 to 1, and each query's row
+# is a softmax's, summing to 1 -- or every weight in it is exactly 0, a query that may attend to
+# nothing (DESIGN's masks). A sum is taken within ROW_SUM_ATOL of 1: float16 and bfloat16
+# weights, each within 0.4% of its float32 value, sum to 1 within 0.004; and a page's weights,
+# each rounded to `digits` decimals, within half a unit of the last decimal per key more.
+ROW_SUM_ATOL = 0.01
+
+
+class WeightsError(ValueError):
+    """Weights that break the rule above: not finite, not from 0 to 1, or a row that is not a
+    softmax's (``check_weights``'s one line names the layer, head and query)."""
+
+
+def row_sum_tolerance(n_keys: int, digits: int | None = None) -> float:
+    """How far from 1 a row of ``n_keys`` weights may sum: ``ROW_SUM_ATOL``, and half a unit
+    of the last of ``digits`` decimals per key where each weight was rounded to them.
+
+    Examples:
+        >>> row_sum_tolerance(8), row_sum_tolerance(8, digits=4)
+        (0.01, 0.0104)
+    """
+    return ROW_SUM_ATOL + (0.0 if digits is None else n_keys * 0.5 * 10.0 ** -digits)
+
+
+def _token(tokens: Sequence[str] | None, i: int) -> str:
+    if tokens is None or i >= len(tokens):
+        return ""
+    text = repr(tokens[i])
+    return f" ({text[:24] + '...' if len(text) > 27 else text})"
+
+
+def check_weights(w: np.ndarray, name: str, *, query_tokens: Sequence[str] | None = None,
+                  key_tokens: Sequence[str] | None = None, digits: int | None = None,
+                  heads: str = "head", rows: bool = True) -> None:
+    """Raise ``ValueError`` unless the (H, T_q, T_k) weights ``w`` of the layer ``name`` keep
+    the rule above (``ROW_SUM_ATOL``), in one line naming the head, the query (and its token)
+    and why: the first weight that is not finite or not from 0 to 1, else the first row whose
+    sum is neither 1 nor all 0s. ``digits``: the weights were rounded to so many decimals;
+    ``rows``: whether rows must sum to 1 (not for a mean of heads); ``heads``: how a head is
+    named ("head", then its index).
+
+    Examples:
+        >>> check_weights(np.array([[[0.5, 0.5], [0.0, 0.0]]]), "attn")
+        >>> check_weights(np.array([[[0.5, 0.25]]]), "attn", query_tokens=["a"])
+        Traceback (most recent call last):
+        ...
+        attnlab.explorer.data.WeightsError: layer 'attn', head 0, query 0 ('a'): its weights sum to 0.75, not 1 (within 0.01) nor all 0, as a softmax's row does
+    """
+    def where(h: int, q: int) -> str:
+        head = heads if w.shape[0] == 1 and heads != "head" else f"{heads} {h}"
+        return f"layer {name!r}, {head}, query {q}{_token(query_tokens, q)}"
+
+    finite = np.isfinite(w)
+    bad = ~finite | (np.where(finite, w, 0.0) < 0) | (np.where(finite, w, 0.0) > 1)
+    if bad.any():
+        h, q, k = np.unravel_index(int(np.flatnonzero(bad)[0]), w.shape)
+        value = float(w[h, q, k])
+        why = "not finite" if not math.isfinite(value) else "not from 0 to 1"
+        raise WeightsError(f"{where(h, q)}: the weight on key {k}{_token(key_tokens, k)} is "
+                         f"{value!r}, {why}")
+    if not rows:
+        return
+    sums = w.sum(axis=-1)  # (H, T_q)
+    tolerance = row_sum_tolerance(w.shape[-1], digits)
+    bad = (np.abs(sums - 1.0) > tolerance) & (w != 0).any(axis=-1)
+    if bad.any():
+        h, q = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
+        raise WeightsError(f"{where(h, q)}: its weights sum to {float(sums[h, q]):.4g}, not 1 "
+                         f"(within {tolerance:.3g}) nor all 0, as a softmax's row does")
 
 
 def underflows_early(weights: Any) -> bool:
@@ -156,6 +232,7 @@ def _layer_entry(layer: Layer, queries: list[str], keys: list[str], digits: int)
     if w.shape[1:] != (len(q), len(k)):
         raise ValueError(f"layer {layer.name!r}: weights are {w.shape[1]} x {w.shape[2]} "
                          f"(T_q x T_k) but there are {len(q)} query and {len(k)} key tokens")
+    check_weights(w, layer.name, query_tokens=q, key_tokens=k)
     entry = {"name": layer.name, "kind": layer.kind, "group": layer.group or layer.kind,
              **_shown_weights(w, digits)}
     masked = masked_cells(w, layer.kind, half=underflows_early(layer.weights))
@@ -191,8 +268,17 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
         given.
 
     Raises:
-        ValueError: no layers, an unknown kind, weights not (H, T_q, T_k) or not finite, or
-            tokens that do not match a layer's size (naming the layer).
+        ValueError: no layers, an unknown kind, weights not (H, T_q, T_k), or tokens that do
+            not match a layer's size (naming the layer).
+        WeightsError: (a ``ValueError``) weights that are not attention, in one line naming
+            the layer, head, query and why: a weight not finite or not from 0 to 1, or a
+            query's row that is not a softmax's (summing to 1 within
+            ``row_sum_tolerance``, or all 0 where the query may attend to nothing): logits,
+            a transposed map. Weights read back from a page (``read_data``) are already
+            rounded to its ``digits``, which this rule does not know: a long row of small
+            weights can lose more than 0.01 (a 512-key row of 0.98 and 511 weights of 3.9e-5
+            reads back as 0.98 and 0s) and is refused here. Give the model's own maps, or the
+            page's data as read to ``render_html``/``AttentionView``, which allow for it.
 
     Examples:
         >>> data = attention_data([Layer("attn", "self", [[[0.25, 0.75], [1.0, 0.0]]])],
@@ -220,39 +306,67 @@ def attention_data(layers: Sequence[Layer], query_tokens: Sequence[Any],
 
 
 def check_data(data: dict[str, Any]) -> None:
-    """Raise ``ValueError`` unless ``data`` has the page's layout (what a reader may rely on)."""
+    """Raise ``ValueError`` unless ``data`` has the page's layout (what a reader may rely on),
+    in one line naming the layer, and the head and query where a weight breaks the rule
+    (``check_weights``)."""
+    checked_arrays(data)
+
+
+def _grid(value: Any, name: str, what: str, dtype: Any = None) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):  # ragged rows, text
+        raise ValueError(f"layer {name!r}: {what} is not a grid of numbers") from None
+
+
+def checked_arrays(data: dict[str, Any]) -> list[dict[str, np.ndarray]]:
+    """``check_data``, returning each layer's ``weights`` (H, T_q, T_k), ``mean`` (T_q, T_k)
+    and ``masked`` (T_q, T_k), where it has them, as arrays: read once, checked by NumPy, and
+    written to the page from them (``attnlab.explorer.json_text``)."""
     for key in ("query_tokens", "key_tokens", "layers"):
         if key not in data:
             raise ValueError(f"attention data has no {key!r}")
-    for layer in data["layers"]:
-        q = layer.get("query_tokens", data["query_tokens"])
-        k = layer.get("key_tokens", data["key_tokens"])
-        w = layer["weights"]
-        if layer["kind"] not in KINDS or not w or any(
-                len(head) != len(q) or any(len(row) != len(k) for row in head) for head in w):
-            raise ValueError(f"layer {layer.get('name')!r} does not match its tokens or kind")
-        if any(not math.isfinite(x) for head in w for row in head for x in row):
-            raise ValueError(f"layer {layer.get('name')!r} has a weight that is not finite")
-        mean = layer.get("mean", [[0.0] * len(k)] * len(q))  # absent: one head, or the page's own
-        if not isinstance(mean, list) or len(mean) != len(q) or any(
-                not isinstance(row, list) or len(row) != len(k)
-                or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in row)
-                for row in mean):
-            raise ValueError(f"layer {layer.get('name')!r}: mean is not T_q x T_k of finite "
-                             "numbers")
-        masked = layer.get("masked", [[0] * len(k)] * len(q))  # absent: none; null is bad
-        if not isinstance(masked, list) or (len(masked) != len(q) or any(
-                len(row) != len(k) or any(x not in (0, 1) for x in row) for row in masked)):
-            raise ValueError(f"layer {layer.get('name')!r}: masked is not T_q x T_k of 0 and 1")
     digits = data.get("digits", 4)
     if type(digits) is not int or not 0 <= digits <= 20:  # toFixed's range is 0 to 100
         raise ValueError(f"digits {digits!r} is not a number of decimals, 0 to 20")
+    arrays = [_layer_arrays(layer, data, digits) for layer in data["layers"]]
     if data.get("record") is not None:
         _check_shown_record(data["record"])
     focus = data.get("focus")
     if focus is not None and not (focus.get("axis") == "q" and isinstance(focus.get("index"), int)
                                   and 0 <= focus["index"] < len(data["query_tokens"])):
         raise ValueError(f"focus {focus!r} is not a query row of the page")
+    return arrays
+
+
+def _layer_arrays(layer: Any, data: dict[str, Any], digits: int) -> dict[str, np.ndarray]:
+    """One layer of a page's data as arrays, checked (``checked_arrays``)."""
+    name = layer.get("name") if isinstance(layer, dict) else None
+    if not isinstance(layer, dict) or layer.get("kind") not in KINDS or "weights" not in layer:
+        raise ValueError(f"layer {name!r} has no weights or no kind of {KINDS}")
+    q = layer.get("query_tokens", data["query_tokens"])
+    k = layer.get("key_tokens", data["key_tokens"])
+    w = _grid(layer["weights"], name, "weights", np.float64)
+    if w.ndim != 3 or w.shape[0] == 0 or w.shape[1:] != (len(q), len(k)):
+        raise ValueError(f"layer {name!r}: weights are {w.shape}, not (H, T_q, T_k) with "
+                         f"{len(q)} query and {len(k)} key tokens")
+    check_weights(w, name, query_tokens=q, key_tokens=k, digits=digits)
+    out = {"weights": w}
+    if "mean" in layer:  # absent: one head, or the page's own
+        mean = _grid(layer["mean"], name, "mean", np.float64)
+        if mean.shape != (len(q), len(k)):
+            raise ValueError(f"layer {name!r}: mean is {mean.shape}, not T_q x T_k "
+                             f"({len(q)} x {len(k)})")
+        check_weights(mean[None], name, query_tokens=q, key_tokens=k, heads="mean of heads",
+                      rows=False)
+        out["mean"] = mean
+    if "masked" in layer:  # absent: none; null is bad
+        masked = _grid(layer["masked"], name, "masked")
+        if masked.shape != (len(q), len(k)) or masked.dtype.kind not in "iubf" or not np.isin(
+                masked, (0, 1)).all():
+            raise ValueError(f"layer {name!r}: masked is not T_q x T_k of 0 and 1")
+        out["masked"] = masked
+    return out
 
 
 def _check_shown_record(record: Any) -> None:

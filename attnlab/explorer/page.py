@@ -17,7 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .data import check_data
+from .data import checked_arrays
+from .json_text import page_json
 
 __all__ = ["AttentionView", "render_html", "read_data", "DATA_ID"]
 
@@ -32,9 +33,9 @@ def _static(name: str) -> str:
 
 
 def _json_in_html(data: dict[str, Any]) -> str:
-    """``data`` as JSON that cannot end its <script> element early ("</script>" in a token)."""
-    text = json.dumps(data, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    """``data``, checked once (``checked_arrays``), as JSON that cannot end its <script>
+    element early ("</script>" in a token)."""
+    return page_json(data, checked_arrays(data))
 
 
 def render_html(data: dict[str, Any]) -> str:
@@ -49,15 +50,19 @@ def render_html(data: dict[str, Any]) -> str:
         >>> page.startswith("<!DOCTYPE html>"), "https://" in page
         (True, False)
     """
-    check_data(data)
-    title = data.get("title") or "attention"
+    return _page(data.get("title"), _json_in_html(data))
+
+
+def _page(title: str | None, json_text: str) -> str:
+    """The page around its data's JSON text, already checked."""
+    title = title or "attention"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_POLICY}\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<title>{html.escape(title)} · attnlab</title>\n"
         f"<style>\n{_static('explorer.css')}\n</style>\n</head>\n<body>\n"
-        f"<script type=\"application/json\" id=\"{DATA_ID}\">{_json_in_html(data)}</script>\n"
+        f"<script type=\"application/json\" id=\"{DATA_ID}\">{json_text}</script>\n"
         f"<script>\n{_static('explorer.js')}\n</script>\n</body>\n</html>\n")
 
 
@@ -79,7 +84,13 @@ class AttentionView:
     """An attention page for Python use: inline in Jupyter, or saved as a file.
 
     Args:
-        data: a dict made by ``attnlab.explorer.attention_data`` (checked here).
+        data: a dict made by ``attnlab.explorer.attention_data``, checked here and again
+            when the page is written: the page shows ``view.data`` as it is then (a title or
+            weights changed after the view was made included, and checked as they were).
+
+    Raises:
+        ValueError: if ``data`` (or a dict set as ``view.data``) does not have the page's
+            layout or its weights are not attention (``attnlab.explorer.WeightsError``).
 
     Examples:
         >>> from attnlab.explorer import Layer, attention_data
@@ -89,12 +100,23 @@ class AttentionView:
     """
 
     def __init__(self, data: dict[str, Any]) -> None:
-        check_data(data)
         self.data = data
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The page's data; a dict set here is checked at once."""
+        return self._data
+
+    @data.setter
+    def data(self, data: dict[str, Any]) -> None:
+        checked_arrays(data)  # a wrong dict named where it is given, not when it is shown
+        self._data = data
+
     def html(self) -> str:
-        """The whole page as an HTML document."""
-        return render_html(self.data)
+        """The whole page as an HTML document, written (and checked) from ``data`` as it is
+        now: a page kept from the view's making showed a title changed since, and NaN weights
+        set since, without a word."""
+        return render_html(self._data)
 
     def save(self, path: str | Path) -> Path:
         """Write the page to ``path`` (atomically; replaced if it exists). Returns the path."""

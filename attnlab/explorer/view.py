@@ -75,6 +75,12 @@ def attention_view(maps: Any, query_tokens: Sequence[Any],
     Returns:
         An ``AttentionView``: shown inline by Jupyter, written by ``.save(path)``.
 
+    Raises:
+        attnlab.explorer.data.WeightsError: (a ``ValueError``) maps that are not attention
+            weights: a weight not finite or not from 0 to 1, or a query's row that is not a
+            softmax's (logits, a transposed map), naming the layer, head and query
+            (``attention_data``).
+
     Examples:
         >>> from attnlab.models import ElementPredictor
         >>> model = ElementPredictor(10, 16, 10, num_heads=2, num_layers=2).eval()
@@ -110,6 +116,11 @@ def attention_view_of(model, *inputs, tokens: Sequence[Any] | None = None,
         target_tokens: the decoder's input tokens of an encoder–decoder model; default their
             positions.
         title: a line over the page.
+
+    Raises:
+        attnlab.explorer.data.WeightsError: (a ``ValueError``) where a collected map is not
+            attention weights (a diverged model's NaN), naming the layer, head and query
+            (``attention_data``).
 
     Examples:
         >>> from attnlab.training import TransformerPredictor

@@ -34,22 +34,25 @@ def test_each_weight_is_rounded_once_at_the_precision_the_page_shows():
     # a tie (to even), one rounding up a digit, and 5e-05, whose binary value is a little over
     # the half: np.round, which scales by 10**4 first, made it 0.0
     w = [0.07849, 0.078449, 0.0625, 0.0009995, 5e-05]
+    w.append(1 - sum(w))  # the rest of the row's weight (0.7795115), a softmax's row
     for digits in (3, 4):
-        data = attention_data([Layer("attn", "self", [[w]])], ["q"], list("abcde"), digits=digits)
+        data = attention_data([Layer("attn", "self", [[w]])], ["q"], list("abcdef"),
+                              digits=digits)
         assert data["digits"] == digits
         assert data["layers"][0]["weights"] == [[[round(x, digits) for x in w]]]
-    data = attention_data([Layer("attn", "self", [[w]])], ["q"], list("abcde"))
-    assert data["layers"][0]["weights"] == [[[0.0785, 0.0784, 0.0625, 0.001, 0.0001]]]
+    data = attention_data([Layer("attn", "self", [[w]])], ["q"], list("abcdef"))
+    assert data["layers"][0]["weights"] == [[[0.0785, 0.0784, 0.0625, 0.001, 0.0001, 0.7795]]]
 
 
 def test_the_mean_of_heads_is_taken_before_rounding():
     """The page averaged the rounded heads: 0.10004, 0.10004 and 0.10014 are stored 0.1, 0.1
     and 0.1001, whose mean shows 0.1000; the heads' mean, 0.100073, is 0.1001."""
-    heads = np.array([0.10004, 0.10004, 0.10014])[:, None, None]  # (H, 1, 1)
-    layer = attention_data([Layer("attn", "self", heads)], ["q"], ["k"])["layers"][0]
-    assert layer["weights"] == [[[0.1]], [[0.1]], [[0.1001]]]
-    assert layer["mean"] == [[0.1001]]
-    one = attention_data([Layer("attn", "self", heads[:1])], ["q"], ["k"])["layers"][0]
+    first = np.array([0.10004, 0.10004, 0.10014])
+    heads = np.stack([first, 1 - first], axis=-1)[:, None, :]  # (H, 1, 2): rows sum to 1
+    layer = attention_data([Layer("attn", "self", heads)], ["q"], ["k", "rest"])["layers"][0]
+    assert layer["weights"] == [[[0.1, 0.9]], [[0.1, 0.9]], [[0.1001, 0.8999]]]
+    assert layer["mean"] == [[0.1001, 0.8999]]
+    one = attention_data([Layer("attn", "self", heads[:1])], ["q"], ["k", "rest"])["layers"][0]
     assert "mean" not in one  # one head: its own weights are the mean
 
 
@@ -67,6 +70,7 @@ def test_cells_every_head_gives_exactly_0_are_marked_masked_before_rounding():
     _, graph = scaled_dot_product(q, k, k, edges)  # (H, N, N)
     assert (~edges).any()
     graph[0, 0, 0], graph[1, 0, 1] = 1e-7, 0.0  # rounds to 0; only one head's exact 0
+    graph /= graph.sum(-1, keepdim=True)  # rows that sum to 1 again, as a softmax's
     data = attention_data([Layer("graph", "self", graph),
                            Layer("plain", "self", torch.full((1, 6, 6), 1 / 6))],
                           list("abcdef"), digits=4)

@@ -362,6 +362,53 @@ def test_screenshot_at_1280_by_800_is_not_blank(page, reverse_page):
     assert len(np.unique(docs.reshape(-1, 3), axis=0)) > 50, f"{DOCS_SHOT} is blank"
 
 
+def test_the_whole_map_is_in_the_window_at_1280_by_800(page, reverse_page):
+    """At 1280 x 800 the reversal page's 16th row was below the fold (and cut from the docs'
+    screenshot): a page of its own fits its map in the window's height, and again when the
+    window is made shorter."""
+    driver = page(reverse_page.read_text(encoding="utf-8"))
+    ready(driver)
+
+    def bottom():
+        return driver.execute_script(
+            "return document.getElementById('main-map').getBoundingClientRect().bottom;")
+
+    try:
+        assert driver.execute_script("return window.innerHeight;") == 800
+        assert bottom() <= 800
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 700, "deviceScaleFactor": 1, "mobile": False})
+        driver.execute_async_script("requestAnimationFrame(() => requestAnimationFrame("
+                                    "arguments[arguments.length - 1]));")
+        assert bottom() <= 700
+    finally:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
+
+def test_a_short_window_keeps_every_key_label(page, reverse_page):
+    """In a 1280 x 450 window the height rule shrank the reversal's cells from 32 px to 12 px,
+    under a label's line: every other key label was hidden (and the map still did not fit).
+    A short window never shrinks a cell below the line; every key keeps its label."""
+    driver = page(reverse_page.read_text(encoding="utf-8"))
+    ready(driver)
+    try:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 450, "deviceScaleFactor": 1, "mobile": False})
+        driver.execute_async_script("requestAnimationFrame(() => requestAnimationFrame("
+                                    "arguments[arguments.length - 1]));")
+        keys = driver.find_elements(By.CSS_SELECTOR, ".ktok")
+        assert len(keys) == 16
+        hidden = [k.get_attribute("aria-label") for k in keys
+                  if "thin" in k.find_element(By.CSS_SELECTOR, ".label").get_attribute("class")]
+        assert hidden == []
+        assert [k.find_element(By.CSS_SELECTOR, ".label").text for k in keys] == \
+            "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3".split()
+    finally:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
+
 def test_inline_view_renders_inside_its_iframe(page, course_model):
     _, data = course_model
     driver = page(f"<!DOCTYPE html><html><body>{AttentionView(data)._repr_html_()}</body></html>",

@@ -253,6 +253,7 @@
 
   // ---- the head view -----------------------------------------------------------------------
   const LINE = 14;  // px: one label's line
+  const KEY_ROW = 84;  // px: the key labels' row above the map (explorer.css: .map-box)
   let cell = 12;
   let pixels = null;  // the shown map, one pixel per weight
 
@@ -330,7 +331,15 @@
     const labelColumn = queryColumn();
     mapBox.style.setProperty("--qcol", `${labelColumn}px`);
     const room = (scroller.clientWidth || Math.max(0, window.innerWidth - 300)) - labelColumn - 6;
-    cell = Math.max(4, Math.min(40, Math.floor(Math.min(Math.max(200, room) / S, 520 / T))));
+    // a page of its own fits the map in the window's height under its key labels (at 1280 x
+    // 800 a reversal's 16th row was below the fold); a notebook's frame grows to the page
+    // instead, so there a height taken from the frame's would feed back. The window's height
+    // never shrinks a cell below a label's line: in a short window (1280 x 450) cells of 12 px
+    // hid every other key label, and the map still did not fit; there the page scrolls.
+    const tall = embedded ? 520 : window.innerHeight - KEY_ROW - 12 -
+      (scroller.getBoundingClientRect().top + window.scrollY);
+    const high = Math.min(Math.floor(520 / T), Math.max(LINE, Math.floor(tall / T)));
+    cell = Math.max(4, Math.min(40, Math.floor(Math.max(200, room) / S), high));
     mainMap.width = S * cell; mainMap.height = T * cell;
     // a key label is a line wide, centred on its column: on thin columns the first one
     // reaches left of the map, so the corner's words step aside by as much
@@ -599,11 +608,14 @@
     }
   }
   let lastWidth = window.innerWidth, pending = false;
+  let lastTall = window.innerHeight;
   window.addEventListener("resize", () => {
-    if (pending || window.innerWidth === lastWidth) return;  // a height change alone: nothing
+    // a height change alone: nothing in a frame; a page of its own fits its map to it
+    if (pending || window.innerWidth === lastWidth &&
+        (embedded || window.innerHeight === lastTall)) return;
     pending = true;
     requestAnimationFrame(() => {
-      pending = false; lastWidth = window.innerWidth;
+      pending = false; lastWidth = window.innerWidth; lastTall = window.innerHeight;
       // the small maps rebuilt only when their size changes (144 maps of 128 × 128 on the
       // benchmark page were all repainted at every step of a window's drag)
       render(thumbSize() !== builtSize); reportHeight();
