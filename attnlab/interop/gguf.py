@@ -45,7 +45,8 @@ from .chat import _one_line
 from .llama_config import LLAMA_FAMILY
 
 __all__ = ["GGUF_SUFFIX", "is_gguf", "GGUFSource", "gguf_source", "gguf_vocabulary",
-           "gguf_chat_template", "check_gguf_chat_template", "load_gguf", "load_gguf_tokenizer"]
+           "gguf_eog_ids", "gguf_chat_template", "check_gguf_chat_template", "load_gguf",
+           "load_gguf_tokenizer"]
 
 GGUF_SUFFIX = ".gguf"
 # per model type: the config key transformers leaves out <- the key it reads the GGUF value into
@@ -465,6 +466,22 @@ def gguf_vocabulary(path: str | Path) -> dict[str, int]:
     """token -> id of the GGUF file's tokenizer (``tokenizer.ggml.tokens``), without torch."""
     tokens = _field(_reader(Path(path), str(path)), "tokenizer.ggml.tokens") or []
     return {token: i for i, token in enumerate(tokens)}
+
+
+# the tokens that end generation in llama.cpp (its vocabulary's "end of generation" set,
+# ``llama_vocab::is_eog``): the end of a text, of a turn (Llama 3's <|eot_id|>, Qwen's
+# <|im_end|>) and of a message that calls a tool (Llama 3.1's <|eom_id|>). ``transformers``
+# reads only the eos one, so a plain prompt of an instruct file would run past its turn's end
+_EOG_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+             "tokenizer.ggml.eom_token_id")
+
+
+def gguf_eog_ids(path: str | Path) -> list[int]:
+    """The ids the GGUF file's metadata names as ending generation (``_EOG_KEYS``: eos, eot,
+    eom, those present, each once), without torch."""
+    reader = _reader(Path(path), str(path))
+    ids = (_field(reader, key) for key in _EOG_KEYS)
+    return list(dict.fromkeys(int(i) for i in ids if i is not None))
 
 
 def gguf_chat_template(path: str | Path) -> str | None:
