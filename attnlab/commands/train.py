@@ -724,6 +724,11 @@ def run(args: argparse.Namespace) -> int:
         check = functools.partial(preflight.check_resumed_precision, run_dir, cfg.precision,
                                   config_file=asked if isinstance(asked, str) else None)
     cfg = check_hardware(cfg, quiet=_is_child(), check_precision=check)
+    if not cfg.resume:  # the precision settled: what it does to --init's weights
+        from ..interop.source import rounded_init_note
+
+        if note := rounded_init_note(getattr(cfg, "init", None), cfg.precision):
+            notes = [*notes, note]
     _say(notes)
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir, new)

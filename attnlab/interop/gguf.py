@@ -45,7 +45,7 @@ from .chat import _one_line
 from .llama_config import LLAMA_FAMILY
 
 __all__ = ["GGUF_SUFFIX", "is_gguf", "GGUFSource", "gguf_source", "gguf_vocabulary",
-           "gguf_eog_ids", "gguf_chat_template", "check_gguf_chat_template", "load_gguf",
+           "gguf_eog_ids", "gguf_dtype", "gguf_chat_template", "check_gguf_chat_template", "load_gguf",
            "load_gguf_tokenizer"]
 
 GGUF_SUFFIX = ".gguf"
@@ -66,12 +66,14 @@ def is_gguf(path: str | Path) -> bool:
 @dataclass(frozen=True)
 class GGUFSource:
     """A checked GGUF file: ``model_type`` (transformers' name of its family), ``config``
-    (the family's config.json values), ``sha256`` (the file's, hex)."""
+    (the family's config.json values), ``sha256`` (the file's, hex), ``dtype`` (its
+    matrices', ``stored_dtype``: what ``--dtype auto`` loads)."""
 
     path: Path
     model_type: str
     config: dict[str, Any]
     sha256: str
+    dtype: str = "float32"
 
 
 def _reader(path: Path, name: str):
@@ -189,7 +191,26 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
     if config["model_type"] in LLAMA_FAMILY:
         _check_tensors(reader, architecture, config, name)
     _check_finite_bytes(reader, name)
-    return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
+    return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p),
+                      stored_dtype(reader))
+
+
+# a GGUF tensor type that stores one torch floating dtype's values
+_FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+
+def gguf_dtype(path: str | Path) -> str:
+    """``stored_dtype`` of the GGUF file ``path`` (its header read, nothing checked)."""
+    return stored_dtype(_reader(Path(path), str(path)))
+
+
+def stored_dtype(reader) -> str:
+    """The dtype of the file's matrices, as ``--dtype auto`` reads a GGUF file (the file's
+    own, as ``from_pretrained(dtype="auto")`` reads a safetensors checkpoint's): bfloat16 or
+    float16 where every matrix is stored so (llama.cpp's BF16 and F16 files, their norms in
+    F32), else float32 (an F32 file; block-quantised types, which dequantise to float32)."""
+    kinds = {t.tensor_type.name for t in reader.tensors if len(t.shape) >= 2}
+    return _FLOAT_TYPES.get(kinds.pop(), "float32") if len(kinds) == 1 else "float32"
 
 
 def _check_whole(reader, name: str, path: Path) -> None:
