@@ -86,3 +86,17 @@ def test_the_eos_eot_and_eom_ids_are_read_each_once(files, tmp_path):
     again, _ = write_llama_gguf(tmp_path / "same.gguf", hf, files["tok"], arch="llama",
                                 added={"add_eot_token_id": eos})
     assert gguf_eog_ids(again) == [eos]
+
+
+def test_a_run_trained_from_the_file_stops_at_its_eot_token(files, eot_file, tmp_path, capsys):
+    path, eot, word = eot_file
+    text = tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat.\na dog ran fast!\n" * 20)
+    run = tmp_path / "run"
+    assert main(["train", "lm", "--init", str(path), "--data", str(text), "--out", str(run),
+                 "--max-steps", "1", "--lr", "1e-9", "--warmup", "0", "--batch-size", "2",
+                 "--block-size", "8", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main(["generate", str(run), "--prompt", PROMPT, "--greedy",
+                 "--max-new-tokens", "5", "--threads", "1"]) == 0
+    assert capsys.readouterr().out == PROMPT + "\n"  # not "the cat sat oncatcatcatcat"
