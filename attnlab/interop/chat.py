@@ -200,12 +200,7 @@ def end_of_turn_id(tokenizer) -> int | None:
 
 def config_eos_ids(directory: str | Path) -> list[int]:
     """The eos id(s) ``generation_config.json`` names, else ``config.json``'s (a run trained
-    from ``directory`` keeps them: ``HFTokenizer.checkpoint_eos_ids``); of a GGUF file, the
-    eos, eot and eom ids of its metadata, where llama.cpp stops (``gguf_eog_ids``)."""
-    from .gguf import gguf_eog_ids, is_gguf
-
-    if is_gguf(directory):
-        return gguf_eog_ids(directory)
+    from ``directory`` keeps them: ``HFTokenizer.checkpoint_eos_ids``)."""
     directory = Path(directory)
     for name in (GENERATION_CONFIG, "config.json"):
         data = _json(directory / name)

@@ -212,11 +212,11 @@ def read_tokenizer(path: str | Path, *, task: str):
 
 def _gguf_tokenizer(path: str | Path, theirs):
     """The ``HFTokenizer`` of a GGUF file's tokenizer as ``transformers`` reads it."""
-    from .chat import config_eos_ids
+    from .gguf import gguf_eog_ids
     from .hf_tokenizer import HFTokenizer
 
-    try:  # its eot and eom ids kept, as a directory's config eos ids are
-        return HFTokenizer.from_transformers(theirs, config_eos_ids(path))
+    try:  # its eos, eot and eom ids kept, as a directory's config eos ids are
+        return HFTokenizer.from_transformers(theirs, gguf_eog_ids(path))
     except ValueError as e:
         raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
 
