@@ -216,7 +216,7 @@ def _gguf_tokenizer(path: str | Path, theirs):
     from .hf_tokenizer import HFTokenizer
 
     try:  # its eos, eot and eom ids kept, as a directory's config eos ids are
-        return HFTokenizer.from_transformers(theirs, gguf_eog_ids(path))
+        return HFTokenizer.from_transformers(theirs, gguf_eog_ids(Path(path).expanduser()))
     except ValueError as e:
         raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
 
