@@ -100,3 +100,12 @@ def test_a_run_trained_from_the_file_stops_at_its_eot_token(files, eot_file, tmp
     assert main(["generate", str(run), "--prompt", PROMPT, "--greedy",
                  "--max-new-tokens", "5", "--threads", "1"]) == 0
     assert capsys.readouterr().out == PROMPT + "\n"  # not "the cat sat oncatcatcatcat"
+
+
+def test_a_path_under_home_reads_the_same_ids(files, eot_file, monkeypatch):
+    from attnlab.interop.checkpoint import read_tokenizer
+
+    path, eot, _ = eot_file
+    monkeypatch.setenv("HOME", str(path.parent))
+    found = read_tokenizer(f"~/{path.name}", task="lm")
+    assert found.checkpoint_eos_ids == [files["tok"].eos_token_id, eot]
