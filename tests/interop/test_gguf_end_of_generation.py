@@ -92,14 +92,7 @@ def test_a_run_trained_from_the_file_stops_at_its_eot_token(files, eot_file, tmp
     path, eot, word = eot_file
     text = tmp_path / "t.txt"
     text.write_text("the cat sat on the mat.\na dog ran fast!\n" * 20)
-    run = tmp_path / "run"
-    assert main(["train", "lm", "--init", str(path), "--data", str(text), "--out", str(run),
-                 "--max-steps", "1", "--lr", "1e-9", "--warmup", "0", "--batch-size", "2",
-                 "--block-size", "8", "--threads", "1"]) == 0
-    capsys.readouterr()
-    assert main(["generate", str(run), "--prompt", PROMPT, "--greedy",
-                 "--max-new-tokens", "5", "--threads", "1"]) == 0
-    assert capsys.readouterr().out == PROMPT + "\n"  # not "the cat sat oncatcatcatcat"
+    _trained_stops_at_once(path, text, tmp_path / "run", capsys)
 
 
 def test_a_path_under_home_reads_the_same_ids(files, eot_file, monkeypatch):
@@ -109,3 +102,35 @@ def test_a_path_under_home_reads_the_same_ids(files, eot_file, monkeypatch):
     monkeypatch.setenv("HOME", str(path.parent))
     found = read_tokenizer(f"~/{path.name}", task="lm")
     assert found.checkpoint_eos_ids == [files["tok"].eos_token_id, eot]
+
+
+def test_a_run_on_a_corpus_prepared_without_the_ids_stops_at_the_eot_token(
+        files, eot_file, tmp_path, capsys):
+    import hashlib
+    import json
+
+    path, eot, word = eot_file
+    text = tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat.\na dog ran fast!\n" * 20)
+    corpus = tmp_path / "corpus"
+    assert main(["prepare", str(text), "--tokenizer", str(path), "--out", str(corpus)]) == 0
+    # the corpus as attnlab wrote it before it kept a GGUF file's eot id
+    tok_file, meta_file = corpus / "tokenizer.json", corpus / "meta.json"
+    saved = json.loads(tok_file.read_text())
+    assert saved.pop("checkpoint_eos_ids") == [files["tok"].eos_token_id, eot]
+    tok_file.write_text(json.dumps(saved))
+    meta = json.loads(meta_file.read_text())
+    meta["sha256"]["tokenizer.json"] = hashlib.sha256(tok_file.read_bytes()).hexdigest()
+    meta_file.write_text(json.dumps(meta))
+    _trained_stops_at_once(path, corpus, tmp_path / "run", capsys)
+
+
+def _trained_stops_at_once(path, data, run, capsys):
+    """A run trained from the rigged file on ``data`` (barely: lr 1e-9) stops at its eot."""
+    assert main(["train", "lm", "--init", str(path), "--data", str(data), "--out", str(run),
+                 "--max-steps", "1", "--lr", "1e-9", "--warmup", "0", "--batch-size", "2",
+                 "--block-size", "8", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main(["generate", str(run), "--prompt", PROMPT, "--greedy",
+                 "--max-new-tokens", "5", "--threads", "1"]) == 0
+    assert capsys.readouterr().out == PROMPT + "\n"  # not "the cat sat oncatcatcatcat"
