@@ -109,7 +109,8 @@ def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) ->
     if dtype is not None and dtype not in LOAD_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(LOAD_DTYPES)}, got {dtype!r}")
     if task == "lm" and is_gguf(path):
-        return _read_gguf(path, task, dtype)  # dequantised to float32 by transformers
+        return _read_gguf(path, task, dtype)  # read as float32 (transformers dequantises),
+        # then cast to dtype (auto: the file's matrices')
     source = check_directory(path)
     model_type = _model_type(source, task)
     weights = _weights_file(source)
