@@ -78,7 +78,7 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
             _note_tokenizer_stop(directory, tokenizer)
     end = end_of_turn_id(chat_tokenizer) if chat_tokenizer is not None else None
     # the checkpoint's eos ids as its tokenizer was read with them: generation_config.json's
-    # (else config.json's), a GGUF file's eos, eot and eom, where llama.cpp stops
+    # (else config.json's), a GGUF file's eos, eot and eom ids (its metadata's)
     stops = joined_stops(tokenizer.checkpoint_eos_ids, tokenizer.eos_id, end)
     return all_ids, lambda ids, write, label: reply(model, tokenizer, ids, stops, args,
                                                      generator, write=write, label=label,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from .chat import _one_line
 from .llama_config import LLAMA_FAMILY
 
 __all__ = ["GGUF_SUFFIX", "is_gguf", "GGUFSource", "gguf_source", "gguf_vocabulary",
-           "gguf_eog_ids", "gguf_dtype", "gguf_chat_template", "check_gguf_chat_template", "load_gguf",
+           "gguf_eog_ids", "gguf_dtype", "gguf_quantised", "gguf_chat_template", "check_gguf_chat_template", "load_gguf",
            "load_gguf_tokenizer"]
 
 GGUF_SUFFIX = ".gguf"
@@ -201,7 +202,14 @@ _FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 def gguf_dtype(path: str | Path) -> str:
     """``stored_dtype`` of the GGUF file ``path`` (its header read, nothing checked)."""
-    return stored_dtype(_reader(Path(path), str(path)))
+    return stored_dtype(_reader(Path(path).expanduser(), str(path)))
+
+
+def gguf_quantised(path: str | Path) -> bool:
+    """Whether a matrix of the GGUF file ``path`` is block-quantised (Q8_0, Q4_K, ...: read
+    dequantised to float32), not stored as F32, F16 or BF16."""
+    reader = _reader(Path(path).expanduser(), str(path))
+    return any(t.tensor_type.name not in _FLOAT_TYPES for t in reader.tensors if len(t.shape) >= 2)
 
 
 def stored_dtype(reader) -> str:
@@ -489,20 +497,28 @@ def gguf_vocabulary(path: str | Path) -> dict[str, int]:
     return {token: i for i, token in enumerate(tokens)}
 
 
-# the tokens that end generation in llama.cpp (its vocabulary's "end of generation" set,
-# ``llama_vocab::is_eog``): the end of a text, of a turn (Llama 3's <|eot_id|>, Qwen's
-# <|im_end|>) and of a message that calls a tool (Llama 3.1's <|eom_id|>). ``transformers``
-# reads only the eos one, so a plain prompt of an instruct file would run past its turn's end
+# the metadata keys that name a token ending generation: the end of a text, of a turn (Llama
+# 3's <|eot_id|>, Qwen's <|im_end|>) and of a message that calls a tool (Llama 3.1's
+# <|eom_id|>). ``transformers`` reads only the eos one, so a plain prompt of an instruct file
+# would run past its turn's end. llama.cpp's "end of generation" set (``llama_vocab::is_eog``)
+# holds these ids and also tokens it finds by their text (<|eot_id|>, <|im_end|>, <|end|>,
+# <end_of_turn>, ...), which a file without eot_token_id may need; attnlab reads the keys only
 _EOG_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
              "tokenizer.ggml.eom_token_id")
 
 
 def gguf_eog_ids(path: str | Path) -> list[int]:
     """The ids the GGUF file's metadata names as ending generation (``_EOG_KEYS``: eos, eot,
-    eom, those present, each once), without torch."""
-    reader = _reader(Path(path), str(path))
-    ids = (_field(reader, key) for key in _EOG_KEYS)
-    return list(dict.fromkeys(int(i) for i in ids if i is not None))
+    eom, those present, each once), without torch. An id past the file's vocabulary is
+    left out with a one-line note on stderr, as llama.cpp leaves it out with a warning."""
+    reader = _reader(Path(path).expanduser(), str(path))
+    size = len(_field(reader, "tokenizer.ggml.tokens") or [])
+    found = {key: int(i) for key in _EOG_KEYS if (i := _field(reader, key)) is not None}
+    for key, i in found.items():
+        if i >= size:
+            print(f"note: {path}: {key} {i} is past its {size:,} tokens; generation does "
+                  f"not stop at it", file=sys.stderr, flush=True)
+    return list(dict.fromkeys(i for i in found.values() if i < size))
 
 
 def gguf_chat_template(path: str | Path) -> str | None:

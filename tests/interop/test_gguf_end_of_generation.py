@@ -1,5 +1,4 @@
-"""A GGUF file's end-of-generation tokens: llama.cpp stops generating at any token its
-vocabulary marks as one (``llama_vocab::is_eog``), which holds the metadata's
+"""A GGUF file's end-of-generation tokens, the ids its metadata names:
 ``tokenizer.ggml.eos_token_id``, ``eot_token_id`` (Llama 3's ``<|eot_id|>``, Qwen's
 ``<|im_end|>``) and ``eom_token_id`` (Llama 3.1's ``<|eom_id|>``). ``transformers`` reads only
 the eos one, so ``attnlab generate FILE.gguf --prompt`` of an instruct file wrote on past the
@@ -10,7 +9,8 @@ The model is a tiny Llama set by hand so that greedy decoding is known: attentio
 feed-forward outputs zero, so each step's logits are the head's rows against the normalised
 embedding of the last token; every token but two points at ``<|im_end|>`` (the eot), which
 points at a word token, which points at itself. The reference is ``transformers``' greedy
-``generate`` stopping at the eos and eot ids, as llama.cpp does.
+``generate`` stopping at the eos and eot ids (llama.cpp's end-of-generation set holds them,
+and tokens it finds by their text besides, which attnlab does not read).
 """
 import pytest
 import torch
@@ -134,3 +134,15 @@ def _trained_stops_at_once(path, data, run, capsys):
     assert main(["generate", str(run), "--prompt", PROMPT, "--greedy",
                  "--max-new-tokens", "5", "--threads", "1"]) == 0
     assert capsys.readouterr().out == PROMPT + "\n"  # not "the cat sat oncatcatcatcat"
+
+
+def test_an_id_past_the_vocabulary_is_left_out_with_a_note(files, tmp_path, capsys):
+    from attnlab.interop.gguf import gguf_eog_ids
+
+    hf = _tiny("LlamaForCausalLM", files["tok"])
+    path, _ = write_llama_gguf(tmp_path / "big.gguf", hf, files["tok"], arch="llama",
+                               added={"add_eot_token_id": 1_000_000})
+    assert gguf_eog_ids(path) == [files["tok"].eos_token_id]  # before: [eos, 1000000]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"note: {path}: tokenizer.ggml.eot_token_id "
+                                                   f"1000000 is past its "), err
