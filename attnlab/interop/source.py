@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import UsageError
 from ..runs import file_digest, read_json
 from ..settings import AdaptSettings, check_argument
-from .gguf import gguf_dtype, gguf_source, is_gguf
+from .gguf import gguf_dtype, gguf_quantised, gguf_source, is_gguf
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files",
@@ -351,14 +351,17 @@ def rounded_init_note(init: str | None, precision: str) -> str | None:
     """
     if not init or str(precision) != "bf16-true":
         return None
-    if is_gguf(init):
-        stored = gguf_dtype(init)
+    path = Path(init).expanduser()
+    if is_gguf(path):
+        stored = gguf_dtype(path)
     else:
-        config = Path(init) / "config.json"
+        config = path / "config.json"
         data = read_json(config, what="valid JSON") if config.is_file() else {}
         stored = data.get("dtype") or data.get("torch_dtype") if isinstance(data, dict) else None
     if stored not in ("float16", "float32"):
         return None
+    if is_gguf(path) and gguf_quantised(path):  # Q8_0, Q4_K: read as float32
+        stored = "dequantised (float32)"
     return (f"note: --precision bf16-true rounds --init {init}'s {stored} weights to bfloat16 "
             f"(8 significant bits); --precision bf16-mixed keeps them exact and computes in "
             f"bfloat16")

@@ -43,8 +43,22 @@ def test_a_gguf_files_dtype_is_its_matrices(files, tmp_path):
     from attnlab.interop.source import rounded_init_note
 
     hf = _tiny("LlamaForCausalLM", files["tok"])
-    for kind, said in ((Q.F16, "float16"), (Q.BF16, None), (Q.Q8_0, "float32")):
+    for kind, said in ((Q.F16, "float16"), (Q.BF16, None), (Q.Q8_0, "dequantised (float32)")):
         path, _ = write_llama_gguf(tmp_path / f"{kind.name}.gguf", hf, files["tok"],
                                    arch="llama", types={"*": kind})
         note = rounded_init_note(str(path), "bf16-true")
         assert (note is None) if said is None else f"'s {said} weights" in note, note
+
+
+def test_a_gguf_file_under_home_is_read_from_the_expanded_path(files, tmp_path, monkeypatch):
+    from attnlab.interop.gguf import gguf_dtype
+    from attnlab.interop.source import rounded_init_note
+
+    hf = _tiny("LlamaForCausalLM", files["tok"])
+    path, _ = write_llama_gguf(tmp_path / "half.gguf", hf, files["tok"], arch="llama",
+                               types={"*": Q.F16})
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert gguf_dtype("~/half.gguf") == "float16"
+    note = rounded_init_note("~/half.gguf", "bf16-true")
+    assert note.startswith("note: --precision bf16-true rounds --init ~/half.gguf's float16 "
+                           "weights to bfloat16"), note
