@@ -38,6 +38,7 @@ import math
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -516,9 +517,16 @@ def gguf_eog_ids(path: str | Path) -> list[int]:
     found = {key: int(i) for key in _EOG_KEYS if (i := _field(reader, key)) is not None}
     for key, i in found.items():
         if i >= size:
-            print(f"note: {path}: {key} {i} is past its {size:,} tokens; generation does "
-                  f"not stop at it", file=sys.stderr, flush=True)
+            _say_past_vocabulary(str(path), key, i, size)
     return list(dict.fromkeys(i for i in found.values() if i < size))
+
+
+@lru_cache(maxsize=None)
+def _say_past_vocabulary(name: str, key: str, i: int, size: int) -> None:
+    """The note of ``gguf_eog_ids``, once in a process (train reads the file's tokenizer when
+    it checks the flags and again when the run starts)."""
+    print(f"note: {name}: {key} {i} is past its {size:,} tokens; generation does not stop at "
+          f"it", file=sys.stderr, flush=True)
 
 
 def gguf_chat_template(path: str | Path) -> str | None:

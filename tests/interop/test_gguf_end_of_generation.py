@@ -143,6 +143,7 @@ def test_an_id_past_the_vocabulary_is_left_out_with_a_note(files, tmp_path, caps
     path, _ = write_llama_gguf(tmp_path / "big.gguf", hf, files["tok"], arch="llama",
                                added={"add_eot_token_id": 1_000_000})
     assert gguf_eog_ids(path) == [files["tok"].eos_token_id]  # before: [eos, 1000000]
+    assert gguf_eog_ids(path) == [files["tok"].eos_token_id]  # read again (train), said once
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"note: {path}: tokenizer.ggml.eot_token_id "
                                                    f"1000000 is past its "), err
