@@ -47,8 +47,8 @@ from .chat import _one_line
 from .llama_config import LLAMA_FAMILY
 
 __all__ = ["GGUF_SUFFIX", "is_gguf", "GGUFSource", "gguf_source", "gguf_vocabulary",
-           "gguf_eog_ids", "gguf_dtype", "gguf_quantised", "gguf_chat_template", "check_gguf_chat_template", "load_gguf",
-           "load_gguf_tokenizer"]
+           "gguf_eog_ids", "gguf_dtype", "gguf_quantised", "gguf_chat_template",
+           "check_gguf_chat_template", "load_gguf", "load_gguf_tokenizer"]
 
 GGUF_SUFFIX = ".gguf"
 # per model type: the config key transformers leaves out <- the key it reads the GGUF value into
