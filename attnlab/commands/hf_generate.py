@@ -53,8 +53,8 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
     draws from (``input_generator``'s). Returns (each input's ids, ``produce(ids, write,
     label)``: the text generated after ``ids``, each piece passed to ``write`` as it comes),
     for ``print_outputs``."""
-    from ..interop.chat import (chat_ids, check_system_kept, conversation, load_chat_tokenizer,
-                                stop_ids)
+    from ..interop.chat import (chat_ids, check_system_kept, conversation, end_of_turn_id,
+                                joined_stops, load_chat_tokenizer)
     from ..interop.gguf import is_gguf, load_gguf_tokenizer
     from ..tokenizers import note_unknown
     from .inputs import checked_ids
@@ -76,7 +76,10 @@ def from_directory(args, texts: list[str], labels: list[str], generator=None):
         note_unknown(tokenizer, texts, labels)
         if not gguf:
             _note_tokenizer_stop(directory, tokenizer)
-    stops = stop_ids(directory, tokenizer.eos_id, chat_tokenizer)
+    end = end_of_turn_id(chat_tokenizer) if chat_tokenizer is not None else None
+    # the checkpoint's eos ids as its tokenizer was read with them: generation_config.json's
+    # (else config.json's), a GGUF file's eos, eot and eom ids (its metadata's)
+    stops = joined_stops(tokenizer.checkpoint_eos_ids, tokenizer.eos_id, end)
     return all_ids, lambda ids, write, label: reply(model, tokenizer, ids, stops, args,
                                                      generator, write=write, label=label,
                                                      source=str(directory))

@@ -702,6 +702,14 @@ def _preflight(args: argparse.Namespace, cfg: RunSettings, notes: list[str]) -> 
     return run_dir
 
 
+def _rounded_init(cfg) -> list[str]:
+    """The note of a new run whose settled precision rounds --init's weights, if it does."""
+    from ..interop.source import rounded_init_note
+
+    note = None if cfg.resume else rounded_init_note(getattr(cfg, "init", None), cfg.precision)
+    return [note] if note else []
+
+
 def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in vars(args).items()
              if k not in ("task", "func", "command", "flag_notes")}
@@ -724,7 +732,7 @@ def run(args: argparse.Namespace) -> int:
         check = functools.partial(preflight.check_resumed_precision, run_dir, cfg.precision,
                                   config_file=asked if isinstance(asked, str) else None)
     cfg = check_hardware(cfg, quiet=_is_child(), check_precision=check)
-    _say(notes)
+    _say([*notes, *_rounded_init(cfg)])
     # outside the try below: a run refused here must not remove what another one wrote
     run_dir, lock, found, created = _claimed(cfg, run_dir, new)
     # a new run records that its --epochs count the passes of all processes together

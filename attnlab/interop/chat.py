@@ -7,7 +7,7 @@ laid out by its template (Qwen's ``<|im_start|>user ... <|im_end|>``, Llama 3's
 layout it answers poorly, and it ends its reply with the template's end-of-turn token, which
 is often not the tokenizer's eos token. So the message is rendered by the checkpoint's own
 template (``transformers``' ``apply_chat_template`` with ``add_generation_prompt=True``, the
-assistant's header last), and generation stops at any of ``stop_ids``:
+assistant's header last), and generation stops at any of ``joined_stops``:
 
 - the end-of-turn token, read from the template itself: a conversation with a known reply is
   rendered, and the added token that follows the reply is the one that ends a turn;
@@ -32,7 +32,7 @@ from .generation_config import FILE as GENERATION_CONFIG
 
 __all__ = ["is_hf_directory", "is_run", "has_chat_template", "check_chat_template",
            "conversation", "load_chat_tokenizer", "chat_ids", "drops_system", "render",
-           "end_of_turn_id", "stop_ids", "joined_stops", "config_eos_ids", "TEMPLATE_FILES"]
+           "end_of_turn_id", "joined_stops", "config_eos_ids", "TEMPLATE_FILES"]
 
 # where transformers writes a template beside tokenizer_config.json (which older versions used)
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
@@ -221,14 +221,6 @@ def config_eos_ids(directory: str | Path) -> list[int]:
             values = value if isinstance(value, list) else [value]
             return [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)]
     return []
-
-
-def stop_ids(directory: str | Path, eos_id: int | None, chat_tokenizer=None) -> list[int]:
-    """The ids that end generation from ``directory``: its config's eos id(s), the tokenizer's
-    ``eos_id`` and, with ``chat_tokenizer`` (a chat), its template's end-of-turn token; each
-    once, in that order."""
-    return joined_stops(config_eos_ids(directory), eos_id,
-                        end_of_turn_id(chat_tokenizer) if chat_tokenizer is not None else None)
 
 
 def joined_stops(config_eos: list[int], eos_id: int | None, end: int | None) -> list[int]:

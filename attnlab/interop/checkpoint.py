@@ -16,7 +16,8 @@ before ``transformers`` is imported, and every ``from_pretrained`` call passes
 
 The model comes in float32 (what training from ``--init`` needs), or in the ``dtype`` asked
 for: ``"auto"`` is the checkpoint's own, as ``transformers``' ``from_pretrained`` reads it by
-default (config.json's ``dtype``, else the stored weights'). A Llama-family safetensors
+default (config.json's ``dtype``, else the stored weights'; a GGUF file's matrices',
+``gguf.stored_dtype``). A Llama-family safetensors
 checkpoint is read straight into parameters of that dtype, so a bf16 one loaded in bf16 takes
 about its own size in memory.
 
@@ -108,9 +109,8 @@ def read_checkpoint(path: str | Path, *, task: str, dtype: str | None = None) ->
     if dtype is not None and dtype not in LOAD_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(LOAD_DTYPES)}, got {dtype!r}")
     if task == "lm" and is_gguf(path):
-        found = _read_gguf(path, task)  # dequantised to float32 by transformers
-        _cast(found.model, {}, dtype)
-        return found
+        return _read_gguf(path, task, dtype)  # read as float32 (transformers dequantises),
+        # then cast to dtype (auto: the file's matrices')
     source = check_directory(path)
     model_type = _model_type(source, task)
     weights = _weights_file(source)
@@ -172,9 +172,10 @@ def _cast(model, config: dict, dtype: str | None):
     return model if dtype in (None, "float32") else model.to(TORCH_DTYPES[dtype])
 
 
-def _read_gguf(path: str | Path, task: str) -> Checkpoint:
+def _read_gguf(path: str | Path, task: str, dtype: str | None) -> Checkpoint:
     """``read_checkpoint`` of a GGUF file: the ``transformers`` model and tokenizer read from
-    it (``attnlab.interop.gguf``), converted as a directory's are."""
+    it (``attnlab.interop.gguf``), converted as a directory's are, in ``dtype`` (``"auto"``:
+    the file's matrices', ``stored_dtype``)."""
     from .gguf import gguf_source, load_gguf
 
     found = gguf_source(path, task=task, model_types=SUPPORTED[task], flag="")
@@ -182,7 +183,7 @@ def _read_gguf(path: str | Path, task: str) -> Checkpoint:
     tokenizer = _gguf_tokenizer(path, theirs)
     _check_vocabulary(found.path, hf_model.get_input_embeddings().num_embeddings, tokenizer)
     # read only to be converted: given up tensor by tensor as ours fills (one copy at the peak)
-    model = _convert(found.path, hf_model, release=True)
+    model = _cast(_convert(found.path, hf_model, release=True), {"dtype": found.dtype}, dtype)
     return Checkpoint(model=model, config=model.config, tokenizer=tokenizer, source=found.path,
                       weights=found.path, sha256=found.sha256, model_type=found.model_type)
 
@@ -212,10 +213,11 @@ def read_tokenizer(path: str | Path, *, task: str):
 
 def _gguf_tokenizer(path: str | Path, theirs):
     """The ``HFTokenizer`` of a GGUF file's tokenizer as ``transformers`` reads it."""
+    from .gguf import gguf_eog_ids
     from .hf_tokenizer import HFTokenizer
 
-    try:
-        return HFTokenizer.from_transformers(theirs)
+    try:  # its eos, eot and eom ids kept, as a directory's config eos ids are
+        return HFTokenizer.from_transformers(theirs, gguf_eog_ids(Path(path).expanduser()))
     except ValueError as e:
         raise UsageError(f"{path}: its tokenizer cannot be read ({_one_line(e)})") from None
 

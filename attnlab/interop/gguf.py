@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,8 @@ from .chat import _one_line
 from .llama_config import LLAMA_FAMILY
 
 __all__ = ["GGUF_SUFFIX", "is_gguf", "GGUFSource", "gguf_source", "gguf_vocabulary",
-           "gguf_chat_template", "check_gguf_chat_template", "load_gguf", "load_gguf_tokenizer"]
+           "gguf_eog_ids", "gguf_dtype", "gguf_quantised", "gguf_chat_template",
+           "check_gguf_chat_template", "load_gguf", "load_gguf_tokenizer"]
 
 GGUF_SUFFIX = ".gguf"
 # per model type: the config key transformers leaves out <- the key it reads the GGUF value into
@@ -65,12 +68,14 @@ def is_gguf(path: str | Path) -> bool:
 @dataclass(frozen=True)
 class GGUFSource:
     """A checked GGUF file: ``model_type`` (transformers' name of its family), ``config``
-    (the family's config.json values), ``sha256`` (the file's, hex)."""
+    (the family's config.json values), ``sha256`` (the file's, hex), ``dtype`` (its
+    matrices', ``stored_dtype``: what ``--dtype auto`` loads)."""
 
     path: Path
     model_type: str
     config: dict[str, Any]
     sha256: str
+    dtype: str = "float32"
 
 
 def _reader(path: Path, name: str):
@@ -188,7 +193,33 @@ def gguf_source(path: str | Path, *, task: str, model_types: tuple[str, ...] | N
     if config["model_type"] in LLAMA_FAMILY:
         _check_tensors(reader, architecture, config, name)
     _check_finite_bytes(reader, name)
-    return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p))
+    return GGUFSource(p.resolve(), config["model_type"], config, file_digest(p),
+                      stored_dtype(reader))
+
+
+# a GGUF tensor type that stores one torch floating dtype's values
+_FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+
+def gguf_dtype(path: str | Path) -> str:
+    """``stored_dtype`` of the GGUF file ``path`` (its header read, nothing checked)."""
+    return stored_dtype(_reader(Path(path).expanduser(), str(path)))
+
+
+def gguf_quantised(path: str | Path) -> bool:
+    """Whether a matrix of the GGUF file ``path`` is block-quantised (Q8_0, Q4_K, ...: read
+    dequantised to float32), not stored as F32, F16 or BF16."""
+    reader = _reader(Path(path).expanduser(), str(path))
+    return any(t.tensor_type.name not in _FLOAT_TYPES for t in reader.tensors if len(t.shape) >= 2)
+
+
+def stored_dtype(reader) -> str:
+    """The dtype of the file's matrices, as ``--dtype auto`` reads a GGUF file (the file's
+    own, as ``from_pretrained(dtype="auto")`` reads a safetensors checkpoint's): bfloat16 or
+    float16 where every matrix is stored so (llama.cpp's BF16 and F16 files, their norms in
+    F32), else float32 (an F32 file; block-quantised types, which dequantise to float32)."""
+    kinds = {t.tensor_type.name for t in reader.tensors if len(t.shape) >= 2}
+    return _FLOAT_TYPES.get(kinds.pop(), "float32") if len(kinds) == 1 else "float32"
 
 
 def _check_whole(reader, name: str, path: Path) -> None:
@@ -465,6 +496,37 @@ def gguf_vocabulary(path: str | Path) -> dict[str, int]:
     """token -> id of the GGUF file's tokenizer (``tokenizer.ggml.tokens``), without torch."""
     tokens = _field(_reader(Path(path), str(path)), "tokenizer.ggml.tokens") or []
     return {token: i for i, token in enumerate(tokens)}
+
+
+# the metadata keys that name a token ending generation: the end of a text, of a turn (Llama
+# 3's <|eot_id|>, Qwen's <|im_end|>) and of a message that calls a tool (Llama 3.1's
+# <|eom_id|>). ``transformers`` reads only the eos one, so a plain prompt of an instruct file
+# would run past its turn's end. llama.cpp's "end of generation" set (``llama_vocab::is_eog``)
+# holds these ids and also tokens it finds by their text (<|eot_id|>, <|im_end|>, <|end|>,
+# <end_of_turn>, ...), which a file without eot_token_id may need; attnlab reads the keys only
+_EOG_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+             "tokenizer.ggml.eom_token_id")
+
+
+def gguf_eog_ids(path: str | Path) -> list[int]:
+    """The ids the GGUF file's metadata names as ending generation (``_EOG_KEYS``: eos, eot,
+    eom, those present, each once), without torch. An id past the file's vocabulary is
+    left out with a one-line note on stderr, as llama.cpp leaves it out with a warning."""
+    reader = _reader(Path(path).expanduser(), str(path))
+    size = len(_field(reader, "tokenizer.ggml.tokens") or [])
+    found = {key: int(i) for key in _EOG_KEYS if (i := _field(reader, key)) is not None}
+    for key, i in found.items():
+        if i >= size:
+            _say_past_vocabulary(str(path), key, i, size)
+    return list(dict.fromkeys(i for i in found.values() if i < size))
+
+
+@lru_cache(maxsize=None)
+def _say_past_vocabulary(name: str, key: str, i: int, size: int) -> None:
+    """The note of ``gguf_eog_ids``, once in a process (train reads the file's tokenizer when
+    it checks the flags and again when the run starts)."""
+    print(f"note: {name}: {key} {i} is past its {size:,} tokens; generation does not stop at "
+          f"it", file=sys.stderr, flush=True)
 
 
 def gguf_chat_template(path: str | Path) -> str | None:

@@ -34,14 +34,14 @@ from typing import Any
 from ..errors import UsageError
 from ..runs import file_digest, read_json
 from ..settings import AdaptSettings, check_argument
-from .gguf import gguf_source, is_gguf
+from .gguf import gguf_dtype, gguf_quantised, gguf_source, is_gguf
 
 __all__ = ["InitSource", "read_init_source", "reread_init_source", "WEIGHTS_FILES", "BERT_FAMILY",
            "GPT2_TYPES", "LLAMA_TYPES", "MARIAN_TYPES", "weights_digest", "weight_files",
            "file_stat", "settled_stat",
            "weights_file", "WEIGHTS_EXPECTED", "INIT_MODEL_TYPES",
            "FAST_TOKENIZER_FILES", "MARIAN_TOKENIZER_FILES", "check_directory",
-           "checkpoint_dropout", "ATTENTION_DROPOUT_KEYS", "LOAD_DTYPES"]
+           "checkpoint_dropout", "ATTENTION_DROPOUT_KEYS", "LOAD_DTYPES", "rounded_init_note"]
 
 # the Hugging Face model types attnlab converts, by the model it converts them to
 GPT2_TYPES = ("gpt2",)  # to a CausalLM
@@ -337,3 +337,31 @@ def checkpoint_dropout(source: InitSource, keys: dict[str, tuple[str, float]] = 
     value = source.config.get(key, default)
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
     return (float(value), key) if ok else None
+
+
+def rounded_init_note(init: str | None, precision: str) -> str | None:
+    """The note of a run whose ``--precision bf16-true`` rounds ``--init``'s weights to
+    bfloat16 from the floating dtype they are stored in (float16, float32: a GGUF file's
+    matrices', ``gguf_dtype``, else config.json's ``dtype`` or ``torch_dtype``); None where
+    nothing is rounded or the files do not say (an attnlab run).
+
+    Examples:
+        >>> rounded_init_note("runs/lm-1", "bf16-true") is None
+        True
+    """
+    if not init or str(precision) != "bf16-true":
+        return None
+    path = Path(init).expanduser()
+    if is_gguf(path):
+        stored = gguf_dtype(path)
+    else:
+        config = path / "config.json"
+        data = read_json(config, what="valid JSON") if config.is_file() else {}
+        stored = data.get("dtype") or data.get("torch_dtype") if isinstance(data, dict) else None
+    if stored not in ("float16", "float32"):
+        return None
+    if is_gguf(path) and gguf_quantised(path):  # Q8_0, Q4_K: read as float32
+        stored = "dequantised (float32)"
+    return (f"note: --precision bf16-true rounds --init {init}'s {stored} weights to bfloat16 "
+            f"(8 significant bits); --precision bf16-mixed keeps them exact and computes in "
+            f"bfloat16")

@@ -94,12 +94,13 @@ def rope_freqs(head_dim, rope):
     return np.array(factors, dtype=np.float32)
 
 
-def write_llama_gguf(path, hf, tok, *, arch, types=None, changed=None):
+def write_llama_gguf(path, hf, tok, *, arch, types=None, changed=None, added=None):
     """A Llama-family ``hf`` (LlamaForCausalLM, Qwen3ForCausalLM, ...) and ``tok`` as a GGUF
     file of architecture ``arch``; ``types`` maps a tensor name's ending (``ffn_down.weight``)
     or ``"*"`` (every matrix) to a quantised type; ``changed`` maps ``GGUFWriter`` methods to
     the value the file holds in place of the model's (None: the key left out, as a converter
-    that forgot it). Returns the path and the state dict the file holds, dequantised, in
+    that forgot it); ``added`` maps more ``GGUFWriter`` methods to the value they write
+    (``{"add_eot_token_id": 7}``). Returns the path and the state dict the file holds, dequantised, in
     transformers' names and order (the reference model's)."""
     c = hf.config
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
@@ -129,6 +130,8 @@ def write_llama_gguf(path, hf, tok, *, arch, types=None, changed=None):
         w.add_tensor("rope_freqs.weight", rope_freqs(head_dim, rope))
     w.add_layer_norm_rms_eps(c.rms_norm_eps)
     _add_tokenizer(w, tok, CHATML)
+    for method, value in (added or {}).items():
+        getattr(w, method)(value)
     stored = {}
     for name, value in hf.state_dict().items():
         if name == "lm_head.weight" and c.tie_word_embeddings:  # llama.cpp writes no output

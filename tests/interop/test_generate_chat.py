@@ -12,7 +12,7 @@ import torch  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
 from attnlab.cli import main  # noqa: E402
-from attnlab.interop.chat import end_of_turn_id, stop_ids  # noqa: E402
+from attnlab.interop.chat import config_eos_ids, end_of_turn_id, joined_stops  # noqa: E402
 from .conftest import transformers  # noqa: E402  (imported when a test first uses it)
 
 CORPUS = ["the cat sat on the mat.", "a dog ran fast!", "hello world, hello there"] * 20
@@ -223,11 +223,13 @@ def test_the_end_of_turn_token_is_read_from_the_template(template, token):
 
 
 @pytest.mark.slow
-def test_stop_ids_join_the_configs_eos_tokens_and_the_end_of_turn(tmp_path):
+def test_the_stops_join_the_configs_eos_tokens_and_the_end_of_turn(tmp_path):
     (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [5, 7]}))
     tok = _tokenizer(CHATML)
-    assert stop_ids(tmp_path, 0, tok) == [5, 7, 0, tok.convert_tokens_to_ids("<|im_end|>")]
-    assert stop_ids(tmp_path, 5) == [5, 7]
+    config = config_eos_ids(tmp_path)
+    assert joined_stops(config, 0, end_of_turn_id(tok)) == [
+        5, 7, 0, tok.convert_tokens_to_ids("<|im_end|>")]
+    assert joined_stops(config, 5, None) == [5, 7]
 
 
 @pytest.mark.slow
@@ -245,7 +247,8 @@ def test_a_run_from_a_checkpoint_stops_its_chat_at_the_checkpoints_eos_ids(dirs,
     (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [0, 39]}))
     read_tokenizer(d, task="lm").save(tmp_path / "tokenizer.json")  # as --init writes the run's
     run_tokenizer = HFTokenizer.load(tmp_path / "tokenizer.json")
-    checkpoint = stop_ids(d, run_tokenizer.eos_id, transformers.AutoTokenizer.from_pretrained(d))
+    checkpoint = joined_stops(config_eos_ids(d), run_tokenizer.eos_id,
+                              end_of_turn_id(transformers.AutoTokenizer.from_pretrained(d)))
     assert 39 in checkpoint
     assert ChatSession(run_tokenizer, tmp_path).stops == checkpoint
 

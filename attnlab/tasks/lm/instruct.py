@@ -404,7 +404,8 @@ class ChatSession:
     def __init__(self, tokenizer, run_dir: Path) -> None:
         self.theirs, self.run_dir = tokenizer.to_transformers(), run_dir
         end = end_of_turn_id(self.theirs)
-        # the checkpoint's eos ids first, as ``attnlab generate DIR --chat`` stops (``stop_ids``)
+        # the checkpoint's eos ids first, as ``attnlab generate DIR --chat`` stops
+        # (``joined_stops``)
         self.stops = joined_stops(tokenizer.checkpoint_eos_ids, tokenizer.eos_id, end)
 
     def ids(self, message: str, system: str | None = None) -> list[int]:

@@ -253,6 +253,7 @@ def run(task, cfg: RunSettings, run_dir: Path,
 
     start = pretrained(cfg, run_dir)
     cfg, tokenizer, train_tokens = _corpus_of_run(cfg, run_dir, start and start[1])
+    tokenizer = _with_init_stops(tokenizer, cfg, run_dir, start and start[1])
     train, val = split_windows(cfg, "train", stride=1), split_windows(cfg, "val")
     B = cfg.batch_size
     if cfg.epochs:  # an epoch: every token seen once, in non-overlapping windows
@@ -339,6 +340,24 @@ def pretrained(cfg: RunSettings,
     model = build_model(cfg)  # the run's model: its settings are this run's (init_settings)
     load_weights(model, source.weights)
     return model.state_dict(), load_any_tokenizer(source.path / "tokenizer.json")
+
+
+def _with_init_stops(tokenizer, cfg, run_dir: Path, init_tokenizer: Tokenizer | None):
+    """The corpus's ``tokenizer`` with --init's end-of-generation ids (``checkpoint_eos_ids``:
+    a GGUF file's eot and eom, an instruct directory's several eos) where its tokenizer.json
+    has none: a corpus prepared before attnlab kept a GGUF file's eot id holds the same tokens
+    (``check_init_corpus``) but not where generation ends, and a run trained on it would write
+    on past the end of a turn. The ids come from ``init_tokenizer`` (a new run, or one resumed
+    before its first checkpoint) or the run's own tokenizer.json (resumed from its checkpoint,
+    which ``fit`` wrote with them)."""
+    from ...training.checkpoint import saved_tokenizer_file
+
+    if not cfg.init or getattr(tokenizer, "checkpoint_eos_ids", None) != []:
+        return tokenizer
+    if init_tokenizer is None and (saved := saved_tokenizer_file(cfg, run_dir)):
+        init_tokenizer = load_any_tokenizer(saved)
+    tokenizer.checkpoint_eos_ids = list(getattr(init_tokenizer, "checkpoint_eos_ids", []))
+    return tokenizer
 
 
 def _corpus_of_run(cfg, run_dir: Path, tokenizer: Tokenizer | None = None):
