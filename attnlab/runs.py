@@ -279,13 +279,16 @@ def held_temporary_folder(prefix: str, left_by: str) -> Iterator[Path]:
         if re.fullmatch(r"[a-z0-9_]{8}", name[len(prefix):]):  # (mkdtemp's own names)
             _remove_if_stopped(base / name, left_by)
     folder = Path(tempfile.mkdtemp(prefix=prefix))
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = None
     try:
-        _lock(fd)
+        if fcntl is not None:  # (Windows opens no directory: no lock, as no flock)
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            _lock(fd)
         yield folder
     finally:
-        os.close(fd)
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)  # (held still: not a stopped one's)
+        if fd is not None:
+            os.close(fd)
 
 
 def remove_temporaries(run_dir: str | Path, *, held: bool = True) -> str | None:

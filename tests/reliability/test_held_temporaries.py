@@ -1,0 +1,51 @@
+"""The temporaries attnlab locks while it writes them (``runs.write_through``'s
+``.FILE.<random>.tmp``, lm evaluate's ``attnlab-eval-*`` folder): a write or an evaluate
+running now keeps its own, finished it leaves none, and only a stopped one's is removed or
+named, once."""
+import os
+import shutil
+import sys
+import tempfile
+
+import attnlab.runs as runs
+
+
+def test_an_evaluate_folder_without_file_locks_is_made_and_removed(tmp_path, monkeypatch):
+    """Windows: no ``fcntl``, and a directory cannot be opened: the folder is still made,
+    used and removed (it was a PermissionError traceback, and the folder left)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    real = os.open
+
+    def no_open_of_a_directory(path, *args, **kwargs):  # (attnlab's: shutil's own differ)
+        if os.path.isdir(path) and sys._getframe(1).f_globals["__name__"] == "attnlab.runs":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(runs, "fcntl", None)
+    monkeypatch.setattr(os, "open", no_open_of_a_directory)
+    with runs.held_temporary_folder("attnlab-eval-", "an attnlab evaluate --data") as folder:
+        (folder / "tokens.bin").write_bytes(b"\0" * 64)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_finished_evaluates_folder_is_not_taken_for_a_stopped_ones(tmp_path, monkeypatch,
+                                                                     capsys):
+    """An evaluate starting as another finishes: the finishing one removes its folder while
+    it still holds it, so the starting one says nothing of a stopped evaluate."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    real = shutil.rmtree
+    started = []
+
+    def another_evaluate_starts_first(path, *args, **kwargs):
+        if not started:
+            started.append(path)
+            with runs.held_temporary_folder("attnlab-eval-", "an attnlab evaluate --data"):
+                pass
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", another_evaluate_starts_first)
+    with runs.held_temporary_folder("attnlab-eval-", "an attnlab evaluate --data") as folder:
+        (folder / "tokens.bin").write_bytes(b"\0" * 4096)
+    assert started and "note:" not in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
