@@ -229,6 +229,8 @@ def _remove_if_stopped(tmp: Path, left_by: str) -> None:
         if not size:
             return
         held = _lock(fd)
+        if held and not _same_file(tmp, fd):  # (renamed into place meanwhile: a write that
+            return  # finished, its lock let go)
         if held:
             if tmp.is_dir():
                 shutil.rmtree(tmp)
@@ -244,6 +246,16 @@ def _remove_if_stopped(tmp: Path, left_by: str) -> None:
               f"({e.strerror or e})", file=sys.stderr, flush=True)
     finally:
         os.close(fd)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    """Whether ``path`` is still the file open as ``fd`` (not gone, nor another file)."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _size(path: Path, fd: int) -> int:

@@ -49,3 +49,24 @@ def test_a_finished_evaluates_folder_is_not_taken_for_a_stopped_ones(tmp_path, m
     assert started and "note:" not in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
+
+def test_a_write_that_finishes_while_its_temporary_is_checked_is_not_named(tmp_path,
+                                                                          monkeypatch, capsys):
+    """A write renames its temporary into place between another write's opening and locking
+    it: the file it wrote is kept, and nothing is said of a stopped write."""
+    out = tmp_path / "out.png"
+    fd, tmp = runs._create_temporary(out)
+    os.write(fd, b"x" * 100)
+    real = runs._lock
+
+    def the_write_finishes_first(descriptor):
+        os.replace(tmp, out)
+        os.close(fd)  # (its lock goes with it)
+        monkeypatch.setattr(runs, "_lock", real)
+        return real(descriptor)
+
+    monkeypatch.setattr(runs, "_lock", the_write_finishes_first)
+    runs.remove_stopped_writes(out)
+    assert "note:" not in capsys.readouterr().err
+    assert out.read_bytes() == b"x" * 100
+
