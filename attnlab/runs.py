@@ -80,7 +80,10 @@ def write_through(path: str | Path, write: Callable[[Path], None], *, lock: bool
     synced to the disk before the rename: else a machine that crashed just after it could
     leave ``path`` renamed but empty (a ``model.safetensors`` of 0 bytes where the old one was).
     The temporary file is locked while written (``lock``; ``remove_stopped_writes``): False
-    for a ``write`` that locks it itself (HDF5 does, and refuses a file locked already).
+    for a ``write`` that locks it itself (HDF5 does, and refuses a file locked already),
+    whose lock is taken again here once ``write`` returns, until the rename. (HDF5 with
+    ``HDF5_USE_FILE_LOCKING=FALSE``, common on clusters, locks nothing: a second write of
+    the same file, started while ``write`` runs, removes its temporary as a stopped one's.)
 
     Examples:
         >>> write_through("note.txt", lambda tmp: tmp.write_text("hello"))
@@ -90,18 +93,21 @@ def write_through(path: str | Path, write: Callable[[Path], None], *, lock: bool
     path = Path(path)
     remove_stopped_writes(path)
     fd, tmp = _create_temporary(path, lock=lock)
-    held = fcntl is not None and lock  # (Windows: a file open here could not be renamed)
-    if not held:
+    if fcntl is None or not lock:  # (Windows: a file open here could not be renamed)
         os.close(fd)
+        fd = None
     try:
         write(tmp)
+        if fd is None and fcntl is not None:  # (``write`` closed and let go of its own lock)
+            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            _lock(fd)
         sync(tmp)
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
         raise naming(e, path)
     finally:
-        if held:
+        if fd is not None:
             os.close(fd)  # (its lock goes with it)
 
 

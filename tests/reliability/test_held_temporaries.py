@@ -70,3 +70,21 @@ def test_a_write_that_finishes_while_its_temporary_is_checked_is_not_named(tmp_p
     assert "note:" not in capsys.readouterr().err
     assert out.read_bytes() == b"x" * 100
 
+
+def test_a_write_that_locks_its_temporary_itself_holds_it_until_renamed(tmp_path, monkeypatch,
+                                                                       capsys):
+    """data jets: HDF5 locks the file while it writes it (or not at all, with
+    HDF5_USE_FILE_LOCKING=FALSE), and closes it before the sync and rename: a second write
+    of the same file starting then leaves the temporary to the first, which completes."""
+    out = tmp_path / "jets.h5"
+    real = runs.sync
+
+    def a_second_write_starts(path):
+        runs.remove_stopped_writes(out)
+        return real(path)
+
+    monkeypatch.setattr(runs, "sync", a_second_write_starts)
+    runs.write_through(out, lambda tmp: tmp.write_bytes(b"jets" * 100), lock=False)
+    assert out.read_bytes() == b"jets" * 100
+    assert "note:" not in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["jets.h5"]
