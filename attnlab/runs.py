@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .paths import not_found
+from .paths import not_found, try_lock
 
 try:
     import fcntl
@@ -100,7 +100,7 @@ def write_through(path: str | Path, write: Callable[[Path], None], *, lock: bool
         write(tmp)
         if fd is None and fcntl is not None:  # (``write`` closed and let go of its own lock)
             fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            _lock(fd)
+            try_lock(fd)
         sync(tmp)
         os.replace(tmp, path)
     except BaseException as e:
@@ -174,24 +174,9 @@ def _create_temporary(path: Path, *, lock: bool = True) -> tuple[int, Path]:
         except FileExistsError:
             continue
         if lock:
-            _lock(fd)
+            try_lock(fd)
         return fd, tmp
     raise FileExistsError(f"no free temporary name next to {path}")
-
-
-def _lock(fd: int) -> bool | None:
-    """Take ``fd``'s file's lock (``flock``, not waiting): True; False where another process
-    holds it; None where the file system cannot tell (no locks: Windows, an NFS without its
-    lock service)."""
-    if fcntl is None:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return None
-    return True
 
 
 def remove_stopped_writes(path: str | Path) -> None:
@@ -234,7 +219,7 @@ def _remove_if_stopped(tmp: Path, left_by: str) -> None:
         size = _size(tmp, fd)
         if not size:
             return
-        held = _lock(fd)
+        held = try_lock(fd)
         if held and not _same_file(tmp, fd):  # (renamed into place meanwhile: a write that
             return  # finished, its lock let go)
         if held:
@@ -301,7 +286,7 @@ def held_temporary_folder(prefix: str, left_by: str) -> Iterator[Path]:
     try:
         if fcntl is not None:  # (Windows opens no directory: no lock, as no flock)
             fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            _lock(fd)
+            try_lock(fd)
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # (held still: not a stopped one's)

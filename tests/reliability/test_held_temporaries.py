@@ -57,15 +57,15 @@ def test_a_write_that_finishes_while_its_temporary_is_checked_is_not_named(tmp_p
     out = tmp_path / "out.png"
     fd, tmp = runs._create_temporary(out)
     os.write(fd, b"x" * 100)
-    real = runs._lock
+    real = runs.try_lock
 
     def the_write_finishes_first(descriptor):
         os.replace(tmp, out)
         os.close(fd)  # (its lock goes with it)
-        monkeypatch.setattr(runs, "_lock", real)
+        monkeypatch.setattr(runs, "try_lock", real)
         return real(descriptor)
 
-    monkeypatch.setattr(runs, "_lock", the_write_finishes_first)
+    monkeypatch.setattr(runs, "try_lock", the_write_finishes_first)
     runs.remove_stopped_writes(out)
     assert "note:" not in capsys.readouterr().err
     assert out.read_bytes() == b"x" * 100
