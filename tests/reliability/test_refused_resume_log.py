@@ -12,7 +12,7 @@ ROWS = "step,train_seconds,train_loss\n1,0.1,2.0\n2,0.2,1.9 café\n"
 @pytest.mark.parametrize("encoded, message", [
     (ROWS.encode("utf-16"), "the file is UTF-16 (it starts with a UTF-16 byte-order mark); "
                             "save it as UTF-8"),
-    (ROWS.encode("latin-1"), "line 3: not valid UTF-8 (byte 0xe9 at column 14); save the "
+    (ROWS.encode("latin-1"), " line 3: not valid UTF-8 (byte 0xe9 at column 14); save the "
                              "file as UTF-8"),
 ], ids=["utf-16", "latin-1"])
 def test_a_log_not_in_utf8_is_refused_naming_it(tmp_path, encoded, message):
