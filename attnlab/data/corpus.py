@@ -683,12 +683,12 @@ def _unfinished(out: Path, entries: list[str], left: list[str]) -> str:
     but no meta.json, is refused: a prepare killed as it moved its files into place (after
     the old meta.json went, before the new one was written) leaves this; so does another tool
     (nanoGPT's train.bin). Neither is removed: a user's token files may have taken days."""
-    stopped = "a prepare that was stopped while it moved its files into place"
+    stopped = "a prepare stopped while moving its files into place"
     what = (f"left by {stopped}; remove them and prepare again" if left else
-            f"as {stopped} leaves it, or another tool (nanoGPT's train.bin); remove them and "
-            f"prepare again if a stopped prepare left them")
-    return (f"--out {out} holds {', '.join(entries)} but no meta.json, so it is not a corpus "
-            f"`attnlab prepare` finished: {what}, or choose another --out (nothing was changed)")
+            f"{stopped} leaves this (so may another tool, e.g. nanoGPT's train.bin); if a "
+            f"stopped prepare left them, remove them and prepare again")
+    return (f"--out {out} holds {', '.join(entries)} but no meta.json: {what}, or choose "
+            f"another --out (nothing was changed)")
 
 
 def _remove_killed(out: Path, left: list[str]) -> None:

@@ -48,10 +48,9 @@ def test_a_prepare_killed_before_its_meta_json_is_named_as_such(tmp_path, capsys
     assert main(["prepare", str(text), "--out", str(out), *force]) == 2
     assert capsys.readouterr().err == (
         f"attnlab: error: --out {out} holds tokenizer.json, train.bin, val.bin but no "
-        f"meta.json, so it is not a corpus `attnlab prepare` finished: as a prepare that was "
-        f"stopped while it moved its files into place leaves it, or another tool (nanoGPT's "
-        f"train.bin); remove them and prepare again if a stopped prepare left them, or choose "
-        f"another --out (nothing was changed)\n")
+        f"meta.json: a prepare stopped while moving its files into place leaves this (so may "
+        f"another tool, e.g. nanoGPT's train.bin); if a stopped prepare left them, remove them "
+        f"and prepare again, or choose another --out (nothing was changed)\n")
     assert _files(out) == before
 
 
@@ -65,8 +64,7 @@ def test_one_killed_with_a_temporary_file_left_is_named_as_a_stopped_prepare(tmp
     assert main(["prepare", str(write_corpus(tmp_path / "corpus.txt")), "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
         f"attnlab: error: --out {out} holds .tokenizer.json.tmp, train.bin, val.bin but no "
-        f"meta.json, so it is not a corpus `attnlab prepare` finished: left by a prepare that "
-        f"was stopped while it moved its files into place; remove them and prepare again, or "
-        f"choose another --out (nothing was changed)\n")
+        f"meta.json: left by a prepare stopped while moving its files into place; remove them "
+        f"and prepare again, or choose another --out (nothing was changed)\n")
     assert sorted(p.name for p in out.iterdir()) == [".tokenizer.json.tmp", "train.bin",
                                                      "val.bin"]
