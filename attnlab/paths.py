@@ -25,8 +25,14 @@ from pathlib import Path
 
 from .errors import UsageError
 
+try:
+    import fcntl
+except ImportError:  # (Windows)
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["PATHS_HELP", "PATH_METAVARS", "check_named", "check_output", "empty_message",
-           "entered", "hold", "is_special_file", "not_found", "path_kind", "refuse_stream"]
+           "entered", "hold", "is_special_file", "not_found", "path_kind", "refuse_stream",
+           "try_lock"]
 
 # The placeholders (argparse's metavar) of the arguments that name a path, and what each names:
 # the one declaration by which every command's path argument, input or output, is refused when
@@ -221,21 +227,33 @@ def hold(directory: Path, flag: str, command: str) -> int | None:
             ``flag``, both having found it free), naming ``flag``, the directory and
             ``attnlab command``.
     """
-    try:
-        import fcntl
-    except ImportError:
+    if fcntl is None:  # (Windows: no flock, and a directory cannot be opened)
         return None
     fd = os.open(directory, os.O_RDONLY)
+    held = try_lock(fd)
+    if held:
+        return fd
+    os.close(fd)
+    if held is False:
+        raise UsageError(f"{flag} {directory} is in use by another attnlab {command} running "
+                         f"now; wait for it to end, or choose another {flag}")
+    return None
+
+
+def try_lock(fd: int) -> bool | None:
+    """Take the lock (an exclusive ``flock``, not waiting) of the file or directory open as
+    ``fd``, the one file-lock rule of ``hold``, ``runs.write_through``'s temporaries and
+    export's: True, held until ``fd`` is closed; False where another process holds it; None
+    where the file system cannot tell (no locks: Windows, an NFS without its lock service)."""
+    if fcntl is None:
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        os.close(fd)
-        raise UsageError(f"{flag} {directory} is in use by another attnlab {command} running "
-                         f"now; wait for it to end, or choose another {flag}") from None
-    except OSError:  # no locks on this file system
-        os.close(fd)
+        return False
+    except OSError:
         return None
-    return fd
+    return True
 
 
 def _unexpanded(path: str | Path) -> tuple[str, Path | None] | None:

@@ -13,6 +13,7 @@ the tasks, so they live above them, in ``attnlab.loading``.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -20,14 +21,21 @@ import numbers
 import os
 import re
 import secrets
+import shutil
+import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .paths import not_found
+from .paths import not_found, try_lock
+
+try:
+    import fcntl
+except ImportError:  # (Windows)
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "atomic_write", "write_through", "naming", "sync", "read_json", "write_json", "write_yaml",
@@ -37,7 +45,8 @@ __all__ = [
     "record_data_files", "check_data_files", "pin_data_files", "file_digest", "tree_digest",
     "digest_holds",
     "check_test_files",
-    "process_umask", "remove_left", "remove_temporaries",
+    "process_umask", "remove_left", "remove_temporaries", "remove_stopped_writes",
+    "held_temporary_folder",
     "readable", "write_metrics", "strict_json", "dumps", "RunConfig", "MissingSetting",
     "write_config",
 ]
@@ -58,7 +67,8 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
     write_through(path, lambda tmp: tmp.write_bytes(payload))
 
 
-def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
+def write_through(path: str | Path, write: Callable[[Path], None], *, lock: bool = True
+                  ) -> None:
     """Make ``path`` by ``write(tmp)`` to a new temporary file next to it, then an atomic
     rename: a kill never leaves a half file under ``path``, and a failed write leaves the old
     one as it was.
@@ -69,6 +79,11 @@ def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
     deleted and the error is raised, naming ``path`` (``naming``). What ``write`` wrote is
     synced to the disk before the rename: else a machine that crashed just after it could
     leave ``path`` renamed but empty (a ``model.safetensors`` of 0 bytes where the old one was).
+    The temporary file is locked while written (``lock``; ``remove_stopped_writes``): False
+    for a ``write`` that locks it itself (HDF5 does, and refuses a file locked already),
+    whose lock is taken again here once ``write`` returns, until the rename. (HDF5 with
+    ``HDF5_USE_FILE_LOCKING=FALSE``, common on clusters, locks nothing: a second write of
+    the same file, started while ``write`` runs, removes its temporary as a stopped one's.)
 
     Examples:
         >>> write_through("note.txt", lambda tmp: tmp.write_text("hello"))
@@ -76,15 +91,24 @@ def write_through(path: str | Path, write: Callable[[Path], None]) -> None:
         'hello'
     """
     path = Path(path)
-    fd, tmp = _create_temporary(path)
-    os.close(fd)
+    remove_stopped_writes(path)
+    fd, tmp = _create_temporary(path, lock=lock)
+    if fcntl is None or not lock:  # (Windows: a file open here could not be renamed)
+        os.close(fd)
+        fd = None
     try:
         write(tmp)
+        if fd is None and fcntl is not None:  # (``write`` closed and let go of its own lock)
+            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try_lock(fd)
         sync(tmp)
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
         raise naming(e, path)
+    finally:
+        if fd is not None:
+            os.close(fd)  # (its lock goes with it)
 
 
 def naming(error: BaseException, path: str | Path) -> BaseException:
@@ -137,17 +161,137 @@ _TRAIN_WRITES = {
 }
 
 
-def _create_temporary(path: Path) -> tuple[int, Path]:
+def _create_temporary(path: Path, *, lock: bool = True) -> tuple[int, Path]:
     """A new, empty ``.NAME.<random>.tmp`` next to ``path`` (``_TEMPORARY``), opened for
-    writing."""
+    writing and locked (``flock``) while the descriptor is open: a later write of ``path``
+    tells a temporary of a write that was stopped from one being written now by whether
+    the lock can be taken (``remove_stopped_writes``)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
         try:
-            return os.open(tmp, flags, 0o666), tmp
+            fd = os.open(tmp, flags, 0o666)
         except FileExistsError:
             continue
+        if lock:
+            try_lock(fd)
+        return fd, tmp
     raise FileExistsError(f"no free temporary name next to {path}")
+
+
+def remove_stopped_writes(path: str | Path) -> None:
+    """Remove the temporary files of ``write_through`` of ``path`` that a process killed
+    while writing it (SIGKILL, out of memory) left beside it, hidden (``.NAME.<random>.tmp``)
+    and as large as the file, saying so on stderr: those no process holds the lock of
+    (``_create_temporary``). One being written now is left; where the file system cannot
+    tell, it is named for the user to remove. An empty one is left as it is: a write holds
+    its temporary's lock from just after making it, and costs no space.
+
+    Examples:
+        >>> _ = Path(".out.png.0123abcd.tmp").write_bytes(b"half a PNG")
+        >>> remove_stopped_writes("out.png")  # (on stderr: "note: removed .out.png.0123...")
+        >>> Path(".out.png.0123abcd.tmp").exists()
+        False
+    """
+    path = Path(path)
+    try:
+        names = sorted(os.listdir(path.parent))
+    except OSError:  # (no folder yet, or an unreadable one: its writes fail and say so)
+        return
+    for name in names:
+        found = _TEMPORARY.fullmatch(name)
+        if found and found["name"] == path.name:
+            _remove_if_stopped(path.with_name(name), f"a write of {path}")
+
+
+def _remove_if_stopped(tmp: Path, left_by: str) -> None:
+    """Remove ``tmp``, a temporary file or folder that attnlab locks while it is in use
+    (``remove_stopped_writes``, ``held_temporary_folder``), where no process holds its lock,
+    saying so and that ``left_by`` left it: a write of FILE, an evaluate that was stopped. An
+    empty one is left as it is: its maker locks it just after making it, and it costs no
+    space. Where the file system cannot tell, it is named for the user to remove."""
+    try:
+        fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # (gone meanwhile, a link, another user's: not this process's to remove)
+        return
+    try:
+        size = _size(tmp, fd)
+        if not size:
+            return
+        held = try_lock(fd)
+        if held and not _same_file(tmp, fd):  # (renamed into place meanwhile: a write that
+            return  # finished, its lock let go)
+        if held:
+            if tmp.is_dir():
+                shutil.rmtree(tmp)
+            else:
+                tmp.unlink()
+            print(f"note: removed {tmp} ({size:,} bytes), left by {left_by} that was stopped",
+                  file=sys.stderr, flush=True)
+        elif held is None:
+            print(f"note: {tmp} may be left by {left_by} that was stopped; remove it unless "
+                  f"{left_by} is running now", file=sys.stderr, flush=True)
+    except OSError as e:
+        print(f"note: {tmp} is left by {left_by} that was stopped; it could not be removed "
+              f"({e.strerror or e})", file=sys.stderr, flush=True)
+    finally:
+        os.close(fd)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    """Whether ``path`` is still the file open as ``fd`` (not gone, nor another file)."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _size(path: Path, fd: int) -> int:
+    """The bytes of the file open as ``fd`` at ``path``, or of the files in that folder."""
+    if not path.is_dir():
+        return os.fstat(fd).st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+@contextlib.contextmanager
+def held_temporary_folder(prefix: str, left_by: str) -> Iterator[Path]:
+    """A new temporary folder (``tempfile.mkdtemp``: ``PREFIX<random>`` in the system's
+    temporary folder), locked while in use and removed after. Those of the same ``prefix``
+    that no process holds, left by ``left_by`` killed (SIGKILL, out of memory) before it
+    could remove its own, are removed first, saying so (``_remove_if_stopped``): a killed
+    ``evaluate --data`` of a language model left its token file, as large as the text, in
+    /tmp for good.
+
+    Examples:
+        >>> with held_temporary_folder("attnlab-doc-", "a doctest") as folder:
+        ...     _ = (folder / "tokens.bin").write_bytes(b"1234")
+        >>> folder.exists()
+        False
+    """
+    import tempfile
+
+    base = Path(tempfile.gettempdir())
+    try:
+        names = sorted(n for n in os.listdir(base) if n.startswith(prefix))
+    except OSError:
+        names = []
+    for name in names:
+        if re.fullmatch(r"[a-z0-9_]{8}", name[len(prefix):]):  # (mkdtemp's own names)
+            _remove_if_stopped(base / name, left_by)
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    fd = None
+    try:
+        if fcntl is not None:  # (Windows opens no directory: no lock, as no flock)
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try_lock(fd)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # (held still: not a stopped one's)
+        if fd is not None:
+            os.close(fd)
 
 
 def remove_temporaries(run_dir: str | Path, *, held: bool = True) -> str | None:

@@ -724,7 +724,8 @@ def run(args: argparse.Namespace) -> int:
     if run_dir is None:
         _say(notes)
         return 0
-    from ..training.engine import check_hardware  # Lightning: only once the flags are valid
+    # Lightning: only once the flags are valid
+    from ..training.engine import check_hardware, on_resume_accepted
     from ..training.hardware import wait_for_rank_zero
 
     check = None
@@ -744,15 +745,9 @@ def run(args: argparse.Namespace) -> int:
     # a rank dead while rank 0 waits in a collective that never ends: Lightning's watch says
     # it and ends the run, leaving it as rank 0 would have (removed, with nothing saved)
     ranks.after(lambda failure: _after_failure(failure, cfg, run_dir, found, created))
+    if cfg.resume and not _is_child():  # once nothing refuses it: a refusal changes nothing
+        on_resume_accepted(functools.partial(_accept_resume, cfg, run_dir, held=lock is not None))
     try:
-        if cfg.resume and not _is_child():  # held: no save of another process is writing it
-            from ..training.checkpoint import remove_partial_checkpoint
-
-            from ..runs import remove_temporaries
-
-            notes = [remove_partial_checkpoint(run_dir, held=lock is not None),
-                     remove_temporaries(run_dir, held=lock is not None)]
-            _say([note for note in notes if note])
         # (a SIGTERM or SIGHUP before the loop raises Interrupted: cli._sigterm_interrupts)
         wait_for_rank_zero(run_dir)  # torchrun's and srun's: rank 0 prepares the run first
         _train(cfg, run_dir, checked)
@@ -764,6 +759,7 @@ def run(args: argparse.Namespace) -> int:
         raise _after_failure(e, cfg, run_dir, found, created) from None
     finally:
         ranks.after(lambda failure: failure)  # this run's, not another's in this process
+        on_resume_accepted(None)
         if lock is not None:
             os.close(lock)
     return 0
@@ -811,14 +807,26 @@ def _configured(task_name: str, given: dict[str, Any], notes: list[str] | None =
         return configure(task_name, given, notes)
 
 
+def _accept_resume(cfg: RunSettings, run_dir: Path, *, held: bool) -> None:
+    """What a ``--resume`` changes in ``run_dir`` once the engine has passed its every refusal
+    (``on_resume_accepted``): the files a killed save or write left, removed while this process
+    holds the run (``held``: no save of another process is writing them), else named; a data
+    file given at its new path, recorded in config.yaml."""
+    from ..runs import remove_temporaries
+    from ..training.checkpoint import remove_partial_checkpoint
+
+    notes = [remove_partial_checkpoint(run_dir, held=held),
+             remove_temporaries(run_dir, held=held)]
+    _say([note for note in notes if note])
+    preflight.record_moved_data(run_dir, cfg.record())
+
+
 def _train(cfg: RunSettings, run_dir: Path, checked: Any = None) -> None:
     from ..runs import write_config
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if not cfg.resume and not _is_child():
         write_config(run_dir, cfg)  # so that --resume can rebuild the run
-    elif not _is_child():
-        preflight.record_moved_data(run_dir, cfg.record())
     seed_all(cfg.seed)
     threads = cfg.threads
     if not threads and cfg.devices == 1 and default_threads("forward") == 1:

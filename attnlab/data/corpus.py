@@ -672,16 +672,26 @@ def _check_out_dir(out_dir: str | Path, paths, force: bool, *,
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
         raise UsageError(f"--out {out} already holds {foreign[0]}{more}, which `attnlab prepare` "
                          f"did not write; choose another --out (nothing was changed)")
+    if "meta.json" not in entries:  # (with or without --force: it is no corpus to replace)
+        raise UsageError(_unfinished(out, entries, left))
     if not force:
         raise UsageError(f"--out {out} already holds a prepared corpus; add --force to replace "
                          f"it (runs trained on it will then refuse to evaluate or resume), or "
                          f"choose another --out")
-    if "meta.json" not in entries and any(n in CORPUS_FILES for n in entries):
-        raise UsageError(f"--out {out} holds {', '.join(n for n in entries if n in CORPUS_FILES)} "
-                         f"but no meta.json, so it is not a corpus `attnlab prepare` finished; "
-                         f"--force replaces only a prepared corpus: remove the files yourself or "
-                         f"choose another --out")
     return out
+
+
+def _unfinished(out: Path, entries: list[str], left: list[str]) -> str:
+    """Why ``out``, holding ``entries`` (files of prepare's names, ``left`` its temporary ones)
+    but no meta.json, is refused: a prepare killed as it moved its files into place (after
+    the old meta.json went, before the new one was written) leaves this; so does another tool
+    (nanoGPT's train.bin). Neither is removed: a user's token files may have taken days."""
+    stopped = "a prepare stopped while moving its files into place"
+    what = (f"left by {stopped}; remove them and prepare again" if left else
+            f"{stopped} leaves this (so may another tool, e.g. nanoGPT's train.bin); if a "
+            f"stopped prepare left them, remove them and prepare again")
+    return (f"--out {out} holds {', '.join(entries)} but no meta.json: {what}, or choose "
+            f"another --out (nothing was changed)")
 
 
 def _remove_killed(out: Path, left: list[str]) -> None:

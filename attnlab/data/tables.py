@@ -43,8 +43,8 @@ from .headers import check_unique, missing_columns
 
 __all__ = ["read_table", "read_bytes", "check_unique", "check_digest", "Table", "FORMATS",
            "COLUMNAR", "file_format", "place", "places", "KINDS", "parse_json_line", "refuse_utf16",
-           "refuse_gzip", "decode_utf8", "read_whole_as_text", "RowsFile", "table_chunks",
-           "text_lines", "same_both_readings", "CHUNK_ROWS"]
+           "refuse_gzip", "decode_utf8", "decode_text", "read_whole_as_text", "RowsFile",
+           "table_chunks", "text_lines", "same_both_readings", "CHUNK_ROWS"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".parquet": "parquet"}
@@ -591,10 +591,16 @@ def decode_utf8(decoder, raw: bytes, read: int, where: str) -> str:
     return text[1:] if start == 0 and text.startswith("\ufeff") else text
 
 
-def _decode(data: bytes, where: str, line: int = 1) -> str:
-    """UTF-8 text of ``data``; the error names the line and column of the first bad byte.
-    ``data`` may be one line of a file read line by line (``RowsFile``): ``line`` is its
-    number; only the file's first line may start with a byte-order mark (dropped)."""
+def decode_text(data: bytes, where: str, line: int = 1) -> str:
+    """UTF-8 text of ``data``; the error names the line and column of the first bad byte
+    (``WHERE line N: ...``). ``data`` may be one line of a file read line by line
+    (``RowsFile``): ``line`` is its number; only the file's first line may start with a
+    byte-order mark (dropped).
+
+    Examples:
+        >>> decode_text("café".encode(), "--data x.csv")
+        'café'
+    """
     first = line == 1
     if first:
         refuse_utf16(data, where)
@@ -607,6 +613,9 @@ def _decode(data: bytes, where: str, line: int = 1) -> str:
         column = start - (data.rfind(b"\n", 0, start) + 1) + 1
         raise UsageError(f"{where} line {line}: not valid UTF-8 (byte 0x{data[start]:02x} at "
                          f"column {column}); save the file as UTF-8") from None
+
+
+_decode = decode_text  # (the name its callers in attnlab use)
 
 
 def _read_delimited(text: str, columns, where: str, fmt: str):

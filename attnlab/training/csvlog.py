@@ -110,8 +110,13 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """(the columns, each row that has a step with its line number) of the log at ``path``. A
     row cut short (a last line with no line end, left by a power loss or an older version's
     full disk) is left out, as a step not logged: kept, ``2`` read back as a row ``2,,,`` of
-    a step with no numbers."""
-    text = path.read_text(encoding=ENCODING)
+    a step with no numbers. A log that is not UTF-8 (edited by hand and saved as UTF-16 or
+    Latin-1) is refused naming it, the line and the column: it ended a resume in a
+    ``UnicodeDecodeError`` traceback."""
+    from ..data.tables import decode_text  # (the one check of UTF-8 of what users give)
+
+    # newline=None: "\r\n" and "\r" read as "\n", as ``Path.read_text`` reads them
+    text = io.StringIO(decode_text(path.read_bytes(), f"--resume: {path}"), newline=None).read()
     whole = text[:text.rfind("\n") + 1]  # (DictWriter ends each row with "\r\n")
     reader = csv.DictReader(io.StringIO(whole, newline=""))
     columns = list(reader.fieldnames or [])
@@ -128,7 +133,7 @@ def step_of(row: dict[str, str], path: Path, line: int) -> int:
     except ValueError:
         step = math.nan
     if not math.isfinite(step) or step != int(step):
-        raise UsageError(f"--resume: {path}: line {line}: step {row['step']!r} is not a "
+        raise UsageError(f"--resume: {path} line {line}: step {row['step']!r} is not a "
                          f"whole number; correct that line, or remove it, and resume again")
     return int(step)
 

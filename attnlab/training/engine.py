@@ -40,7 +40,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -69,7 +69,21 @@ from .progress import Progress
 from .totals import is_total
 
 __all__ = ["fit", "finish", "FitResult", "StopAt", "NonFiniteLoss",
-           "checkpoint_dir", "parameter_count", "check_hardware", "resume_command", "loss_shares"]
+           "checkpoint_dir", "parameter_count", "check_hardware", "resume_command",
+           "on_resume_accepted", "loss_shares"]
+
+# what ``attnlab train`` does to its run directory once a --resume is accepted (set by
+# ``on_resume_accepted``)
+_ACCEPTED: list[Callable[[], None] | None] = [None]
+
+
+def on_resume_accepted(do: Callable[[], None] | None) -> None:
+    """``do()``: what the first process does to the run directory once every refusal of a
+    ``--resume`` has passed (its checkpoint read and checked against the model and the
+    flags), before the run's first write: remove what a killed process left there, record a
+    data file given at its new path. A refused --resume then leaves the run as it found it,
+    byte for byte. None: nothing (the next run in this process is another)."""
+    _ACCEPTED[0] = do
 
 
 def parameter_count(model: torch.nn.Module) -> int:
@@ -302,6 +316,8 @@ class Loop:
         if state:
             self._restore(last, state)
         if cfg.resume and fabric.is_global_zero:  # after every refusal of the checkpoint
+            if _ACCEPTED[0] is not None:
+                _ACCEPTED[0]()
             keep_previous_log(self.run_dir / "logs")  # (a refused --resume adds no file)
         if not state and fabric.is_global_zero:
             # again, now that the task has resolved its 'auto' settings (translate's

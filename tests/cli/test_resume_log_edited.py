@@ -34,7 +34,7 @@ def test_a_step_that_is_no_whole_number_is_named_and_nothing_is_written(reverse_
     for _ in range(2):  # a retry, as refused, adds no copy of the log either
         assert main(argv) == 2
         err = capsys.readouterr().err.splitlines()
-        assert err == [f"attnlab: error: --resume: {log}: line 3: step {step!r} is not a whole "
+        assert err == [f"attnlab: error: --resume: {log} line 3: step {step!r} is not a whole "
                        f"number; correct that line, or remove it, and resume again"], err
         assert sorted(p.name for p in log.parent.iterdir()) == before
         assert log.read_bytes() == edited

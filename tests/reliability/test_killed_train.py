@@ -59,8 +59,10 @@ def test_the_resume_after_a_kill_at_the_end_removes_the_half_written_file(name, 
 def test_a_resume_passes_over_a_folder_it_cannot_list_and_the_files_of_others(tmp_path):
     """Not root, a folder of the run that cannot be listed (``mkdir -m 000 run/hf``: what a
     killed ``export run --hf run/hf`` leaves) made --resume fail with a traceback; a plot's
-    temporary file (plot writes there without holding the run) is not the resume's to
-    remove."""
+    temporary file, of a plot writing there now (without holding the run), is not the
+    resume's to remove."""
+    import fcntl
+
     from .conftest import as_an_owner
 
     run = tmp_path / "run"
@@ -70,9 +72,12 @@ def test_a_resume_passes_over_a_folder_it_cannot_list_and_the_files_of_others(tm
     (run / "hf").mkdir(mode=0)
     plotting = run / ".attention.png.0123abcd.tmp"
     plotting.write_bytes(b"png")
+    held = os.open(plotting, os.O_RDONLY)  # (what the plot writing it holds: runs.write_through)
     try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         done = as_an_owner(tmp_path, *argv, "--resume")
     finally:
+        os.close(held)
         (run / "hf").chmod(0o755)
     assert done.returncode == 0, done.stderr
     assert len(left) == 1 and (f"note: --resume: removed {left[0]} (" in done.stderr), done.stderr

@@ -311,12 +311,14 @@ def test_a_moved_data_file_is_recorded_when_the_resumed_run_starts(tmp_path):
 @pytest.mark.slow
 def test_a_resumed_run_stopped_again_names_the_moved_file_in_its_config(
         classify_run, tmp_path, capsys, monkeypatch):
-    # the resumed run stops before its first step (as a signal would stop it): config.yaml
-    # must already name the file where it is now, for the next --resume and for evaluate
+    # the resumed run, accepted, stops before its first step (as a signal would stop it):
+    # config.yaml must already name the file where it is now, for the next --resume and for
+    # evaluate (a --resume refused before, tests/reliability/test_refused_resume_leftovers.py,
+    # records nothing)
     import shutil
 
     from attnlab.errors import UsageError
-    from attnlab.tasks.classify import runtime
+    from attnlab.training.engine import Loop
 
     run = tmp_path / "run"
     shutil.copytree(classify_run, run)
@@ -326,7 +328,7 @@ def test_a_resumed_run_stopped_again_names_the_moved_file_in_its_config(
     def stopped(*args, **kwargs):
         raise UsageError("stopped here")
 
-    monkeypatch.setattr(runtime, "run", stopped)
+    monkeypatch.setattr(Loop, "run", stopped)
     assert main(["train", "classify", "--out", str(run), "--resume", "--max-steps", "84",
                  "--data", str(moved)]) == 2
     assert "stopped here" in capsys.readouterr().err

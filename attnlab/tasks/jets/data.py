@@ -134,7 +134,7 @@ def write_jets(path: str | Path, p4: np.ndarray, labels: np.ndarray,
             if text is not None:
                 store.get_storer(KEY).attrs[SETTINGS_ATTR] = text
 
-    write_through(path, write)
+    write_through(path, write, lock=False)  # (HDF5 locks it, refusing one locked; then runs)
 
 
 def _frame(pd, p4: np.ndarray, labels: np.ndarray, *, start: int):

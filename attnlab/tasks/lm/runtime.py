@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from ...models import CausalLM
 from ...models.configs import CausalLMConfig
 from ...paths import not_found
 from ...run_config import RunSettings
-from ...runs import load_weights, pin_data_files
+from ...runs import held_temporary_folder, load_weights, pin_data_files
 from ...settings import PredictSettings, check_argument, epoch_steps
 from ...tokenizers import Tokenizer, note_unknown
 from ...viz import lr_curve, plot_lr_schedule
@@ -574,8 +573,8 @@ def _file_metrics(model, tokenizer, path: Path, cfg: RunSettings, run_dir: Path 
         raise UsageError(f"--data {path}: is a directory; give a text file to score")
     if not path.is_file():
         raise not_found("--data", path)
-    with tempfile.TemporaryDirectory(prefix="attnlab-eval-") as tmp:
-        tokens = Path(tmp) / "tokens.bin"
+    with held_temporary_folder("attnlab-eval-", "an attnlab evaluate --data") as tmp:
+        tokens = tmp / "tokens.bin"
         n = encode_file([path], tokenizer, tokens, dtype=cfg.dtype)
         if n < 2:
             raise UsageError(f"--data {path} holds fewer than 2 tokens")
