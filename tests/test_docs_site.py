@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from .explorer.conftest import browser  # noqa: F401  (headless Chromium)
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
