@@ -73,7 +73,7 @@ def reverse_run(trained_reverse_run):
 def forks(spawn_session, tmp_path_factory):
     """The directory of an ``attnlab`` that runs each command in a process forked from this
     worker's fork server (tests/forkserver.py), started at the first test that needs it: the
-    docs pages' commands, and the first process of a DDP run (tests/reliability/conftest.py)."""
+    docs pages' commands, and the processes of a DDP run (tests/reliability/conftest.py)."""
     from . import forkserver
 
     where = tmp_path_factory.mktemp("forks")

@@ -1,5 +1,5 @@
 """A fork server for ``attnlab`` commands, so that the commands the tests run (the docs pages'
-examples, tests/test_docs_examples.py; the first process of a DDP run, tests/reliability) do not
+examples, tests/test_docs_examples.py; both processes of a DDP run, tests/reliability) do not
 each pay for starting Python and importing torch and Lightning.
 
 A fresh ``attnlab train`` process spends about 16 s of CPU importing before it does anything:
@@ -14,13 +14,16 @@ How a command gets here: a test runs this server's ``attnlab`` (``SHIM``, a smal
 without site packages), by its path or with its directory first on PATH; it connects to the
 server's Unix socket and passes it its argument list, working directory, environment and
 standard streams (the file descriptors themselves). The server forks a monitor for it, which
-forks the command: ``sys.exit(console())`` with ``sys.argv`` as the console script's, the real
-``attnlab`` on PATH as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks from
-it), the shim's directory taken off PATH. The monitor reports the command's exit status to the
-shim, which exits with it (or dies of the same signal), and kills the command if the shim goes
-away (a timeout). Shell syntax around a command (pipes, redirections, ``$(...)``) is still
-bash's. The command's process ends as an interpreter does, less the teardown of the server's
-modules (``_exit_as_a_process_does``: a second of CPU a command).
+forks the command: ``sys.exit(console())`` with ``sys.argv`` as the console script's, the
+shim as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks as ``python
+sys.argv[0] ...``: through the shim, each rank a process forked from this server, as the
+first is, with the rank's own environment; the real ``attnlab`` on PATH must exist, as it
+must for a plain command), the shim's directory taken off PATH. The monitor reports the
+command's exit status to the shim, which exits with it (or dies of the same signal), and kills
+the command if the shim goes away (a timeout). Shell syntax around a command (pipes,
+redirections, ``$(...)``) is still bash's. The command's process ends as an interpreter does,
+less the teardown of the server's modules (``_exit_as_a_process_does``: a second of CPU a
+command).
 
 The notebooks' kernels start the same way (tests/test_notebooks.py): a server started with
 ``--kernel`` also imports ipykernel, in the environment a kernel sets up before it runs a cell
@@ -85,7 +88,7 @@ if real is None:
     print("bash: attnlab: command not found", file=sys.stderr)
     sys.exit(127)
 env = dict(os.environ, PATH=path)
-argv = [real, *sys.argv[1:]]'''
+argv = [os.path.abspath(__file__), *sys.argv[1:]]  # a DDP run's other ranks: forked here too'''
 KERNEL_ARGV = '''env = dict(os.environ)
 argv = ["ipykernel_launcher", *sys.argv[1:]]'''
 

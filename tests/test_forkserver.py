@@ -65,3 +65,18 @@ def test_ddp_runs_start_the_plain_way_when_the_fork_server_is_gone(exit_code, fo
         with pytest.warns(UserWarning, match="fork server has stopped .*server.log"):
             command, _ = reliability._through_the_fork_server(plain, env)
         assert command == plain and plain[1:3] == ["-m", "attnlab"]
+
+
+@pytest.mark.slow
+def test_both_processes_of_a_ddp_run_are_forked_from_the_server(forks, tmp_path):
+    """Lightning starts a DDP run's second process as ``python sys.argv[0] ...``: with the
+    real ``attnlab`` as sys.argv[0] it paid the imports a fork skips (~16 s of CPU a run);
+    with the shim, the server's log lists the run once for each of its two processes."""
+    out = tmp_path / "run"
+    command, env = reliability._through_the_fork_server(*reliability._ddp_command(
+        "reverse", out, *reliability.TINY_REVERSE[2:-4], "--max-steps", "2"), where=str(forks))
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (out / "metrics.json").is_file()
+    ran = (forks / "server.log").read_text().splitlines()
+    assert sum(f"--out {out} " in line for line in ran) == 2, ran[-4:]

@@ -98,11 +98,11 @@ def _fork_server(request):
 
 
 def train_ddp(task, out, *args):
-    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in a real process: the
-    first started by the worker's fork server (tests/forkserver.py), so that of the two
-    processes' imports (most of such a run's time) only the second one's is paid; each process
-    still runs the command as a fresh ``attnlab`` would, Lightning starting the second with
-    ``python attnlab ...``. Signals are for ``start_ddp``'s run, a process of its own."""
+    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in real processes forked
+    from the worker's fork server (tests/forkserver.py), so that neither pays for the imports
+    (most of such a run's time); each process still runs the command as a fresh ``attnlab``
+    would, Lightning starting the second with ``python ATTNLAB ...`` (the server's shim). The
+    second's cold start is ``start_ddp``'s, which signals the ranks of a run of its own."""
     command, env = _through_the_fork_server(*_ddp_command(task, out, *args))
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
