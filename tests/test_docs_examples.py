@@ -22,8 +22,9 @@ The convention (also stated for writers in docs/index.md, "Every example is test
   (```` ```console test-sizes=--max-steps:6 ````) runs its commands here with ``--FLAG N`` in
   place of the value the page shows, which stays what a reader types: for a run whose output
   the page leaves to ``...`` and that no later example reads, so that the smaller run proves
-  what the page says as the full one does. Each flag must be in the block, and a command's
-  expected output must not show the value replaced.
+  what the page says as the full one does. Each flag must be in the block, a command's
+  expected output must not show the value replaced, and a command must not warn at its test
+  sizes (a --warmup longer than the smaller --max-steps) where the page shows no warning.
 - Not run: ``slow`` after the language (```` ```console slow ````) runs only with
   ``ATTNLAB_SLOW_DOCS=1``; ``norun`` never runs (a checkpoint we cannot ship, a GPU cluster).
   The page should say so in its prose. Any other block that looks like a shell or Python example
@@ -177,9 +178,11 @@ def commands(block: Block) -> list[Command]:
 
 
 def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TIMEOUT,
-                forks: Path | None = None) -> None:
+                forks: Path | None = None, sized: bool = False) -> None:
     """Runs ``cmd`` in bash in ``cwd`` and checks its output and exit status; ``forks``: the
-    directory of the fork server's ``attnlab`` (put first on PATH), or None for the real one."""
+    directory of the fork server's ``attnlab`` (put first on PATH), or None for the real one.
+    ``sized``: the command runs at its block's test sizes, which must not make it warn (a
+    --warmup longer than the smaller --max-steps) where the page shows no warning."""
     expected = list(cmd.expected)
     while expected and not expected[-1].strip():
         expected.pop()
@@ -200,6 +203,11 @@ def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TI
         f"--- stdout\n{done.stdout}--- stderr\n{done.stderr[-3000:]}")
     assert matches("\n".join(expected), printed), (
         f"{where}: `{cmd.text}` printed\n{printed}\n--- the page says\n" + "\n".join(expected))
+    warned = [line for line in done.stderr.splitlines()
+              if line.startswith("warning:") and line not in expected]
+    assert not (sized and warned), (
+        f"{where}: at its test sizes `{cmd.text}` warns, which the page does not show: "
+        f"{warned[0] if warned else ''}")
 
 
 def declared_sizes(block: Block) -> dict[str, str]:
@@ -288,9 +296,10 @@ def test_page_examples_print_what_the_page_says(page, tmp_path, monkeypatch, req
             run_python(block, scope)
         elif block.lang == "console":
             for cmd in commands(block):
-                run_command(at_test_sizes(block, cmd), tmp_path,
-                            f"{page.relative_to(ROOT)}:{cmd.line}",
-                            SLOW_TIMEOUT if "slow" in block.flags else COMMAND_TIMEOUT, bin_dir)
+                sized = at_test_sizes(block, cmd)
+                run_command(sized, tmp_path, f"{page.relative_to(ROOT)}:{cmd.line}",
+                            SLOW_TIMEOUT if "slow" in block.flags else COMMAND_TIMEOUT, bin_dir,
+                            sized=sized.text != cmd.text)
 
 
 @pytest.mark.slow
@@ -456,6 +465,20 @@ def test_every_python_block_with_output_on_the_core_pages_is_found():
                  "positional_encoding.md", "schedules.md"]:
         blocks = [b for b in parse(ROOT / "docs" / name) if b.lang == "python"]
         assert blocks and all(b.output is not None for b in blocks), name
+
+
+def test_a_command_that_warns_at_its_test_sizes_fails_where_the_page_shows_no_warning(
+        tmp_path):
+    """A --warmup longer than a block's smaller --max-steps warns and learns nothing, hidden
+    behind the page's ``...``: the sized command fails; the same warning at full size, or one
+    the page shows, does not."""
+    warns = Command(3, "echo 'warning: --warmup 10 is longer' >&2", ["..."])
+    with pytest.raises(AssertionError, match=r"page.md:3: at its test sizes .* warns, which the "
+                                             r"page does not show: warning: --warmup 10"):
+        run_command(warns, tmp_path, "page.md:3", sized=True)
+    run_command(warns, tmp_path, "page.md:3")
+    shown = Command(3, warns.text + "; exit 2", ["warning: --warmup 10 is longer", "[2]"])
+    run_command(shown, tmp_path, "page.md:3", sized=True)
 
 
 def test_a_console_blocks_test_sizes_replace_the_values_it_shows_and_nothing_else(tmp_path):
