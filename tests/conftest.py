@@ -117,15 +117,22 @@ def browser(tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser, tmp_path):
+def fresh_browser(browser):
+    """The worker's one browser, reset from whatever width or colour scheme a test before this
+    one emulated (1280 x 800, no media features): what a test that opens a page uses."""
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    return browser
+
+
+@pytest.fixture
+def page(fresh_browser, tmp_path):
     """Open the page of ``data`` (or an HTML text) from a file; return the driver; the
     console and network logs of that load are kept for the tests."""
     from attnlab.explorer import render_html
 
-    # the worker's one browser, as a test that emulated a width or a colour scheme left it
-    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
-    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    browser = fresh_browser
 
     def open_page(data, name="attention.html"):
         path = tmp_path / name
