@@ -44,7 +44,7 @@ def page(layers: int, heads: int, tokens: int) -> str:
                                       names, title=f"{layers} x {heads} x {tokens}"))
 
 
-# Chromium's options, the one list of the explorer's browser tests (tests/explorer/conftest.py),
+# Chromium's options, the one list of the browser tests (tests/conftest.py's browser),
 # this benchmark and the docs' pictures (docs/figures/attention_explorer_translate.py), which
 # must not show scrollbars
 CHROMIUM_ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",

@@ -1,5 +1,5 @@
 """A fork server for ``attnlab`` commands, so that the commands the tests run (the docs pages'
-examples, tests/test_docs_examples.py; the first process of a DDP run, tests/reliability) do not
+examples, tests/test_docs_examples.py; both processes of a DDP run, tests/reliability) do not
 each pay for starting Python and importing torch and Lightning.
 
 A fresh ``attnlab train`` process spends about 16 s of CPU importing before it does anything:
@@ -14,13 +14,17 @@ How a command gets here: a test runs this server's ``attnlab`` (``SHIM``, a smal
 without site packages), by its path or with its directory first on PATH; it connects to the
 server's Unix socket and passes it its argument list, working directory, environment and
 standard streams (the file descriptors themselves). The server forks a monitor for it, which
-forks the command: ``sys.exit(console())`` with ``sys.argv`` as the console script's, the real
-``attnlab`` on PATH as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks from
-it), the shim's directory taken off PATH. The monitor reports the command's exit status to the
-shim, which exits with it (or dies of the same signal), and kills the command if the shim goes
-away (a timeout). Shell syntax around a command (pipes, redirections, ``$(...)``) is still
-bash's. The command's process ends as an interpreter does, less the teardown of the server's
-modules (``_exit_as_a_process_does``: a second of CPU a command).
+forks the command: ``sys.exit(console())`` with ``sys.argv`` as the console script's, the
+shim as ``sys.argv[0]`` (Lightning's DDP launcher starts the other ranks as ``python
+sys.argv[0] ...``: through the shim, each rank a process forked from this server, as the
+first is, with the rank's own environment), the shim's directory taken off PATH. The monitor
+reports the command's exit status to the shim, which exits with it (or dies of the same
+signal), and kills the command if the shim goes away (a timeout). A shim that cannot connect
+(the server has died, perhaps in the middle of a DDP run) runs the next ``attnlab`` on PATH
+cold instead, as a plain command would; with none there it fails as bash does (127). Shell
+syntax around a command (pipes, redirections, ``$(...)``) is still bash's. The command's
+process ends as an interpreter does, less the teardown of the server's modules
+(``_exit_as_a_process_does``: a second of CPU a command).
 
 The notebooks' kernels start the same way (tests/test_notebooks.py): a server started with
 ``--kernel`` also imports ipykernel, in the environment a kernel sets up before it runs a cell
@@ -54,7 +58,9 @@ request = json.dumps({{"argv": argv, "cwd": os.getcwd(), "env": env}}).encode()
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     server.connect({socket!r})
-except OSError as e:  # the server is gone: say where its log is, not a bare traceback
+except OSError as e:  # the server is gone: attnlab starts cold; a kernel names the log
+    if cold:  # e.g. a DDP run's rank 1, relaunched after the server died
+        os.execve(cold[0], cold, env)
     print("attnlab (test fork server): cannot connect to " + {socket!r} + " (" + str(e.strerror)
           + "); its log: " + {log!r}, file=sys.stderr)
     sys.exit(1)
@@ -75,8 +81,9 @@ sys.exit(code)
 '''
 
 
-# How the shim makes the command's argv and environment: the real ``attnlab`` on PATH, the
-# shim's own directory taken off PATH; or a Jupyter kernel's (``--kernel``).
+# How the shim makes the command's argv and environment, and what it runs instead when the
+# server is gone (``cold``): the first ``attnlab`` on PATH after the shim's own directory, which
+# is taken off PATH; or a Jupyter kernel's (``--kernel``), which fails naming the server's log.
 ATTNLAB_ARGV = '''here = os.path.dirname(os.path.abspath(__file__))
 path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
                        if p and os.path.abspath(p) != here)
@@ -85,9 +92,11 @@ if real is None:
     print("bash: attnlab: command not found", file=sys.stderr)
     sys.exit(127)
 env = dict(os.environ, PATH=path)
-argv = [real, *sys.argv[1:]]'''
+argv = [os.path.abspath(__file__), *sys.argv[1:]]  # a DDP run's other ranks: forked here too
+cold = [sys.executable, real, *sys.argv[1:]]  # without the server: the real one, cold'''
 KERNEL_ARGV = '''env = dict(os.environ)
-argv = ["ipykernel_launcher", *sys.argv[1:]]'''
+argv = ["ipykernel_launcher", *sys.argv[1:]]
+cold = None'''
 
 
 def write_shim(directory: str, address: str, name: str = "attnlab") -> str:
@@ -213,7 +222,7 @@ def _become_the_command(request: dict, fds: list[int]) -> None:
 
         kernelapp.launch_new_instance()
         return
-    sys.path[0] = os.path.dirname(sys.argv[0])  # the console script's directory, as Python sets it
+    sys.path[0] = os.path.dirname(sys.argv[0])  # the shim's directory, as Python sets a script's
     from attnlab.cli import console
 
     sys.exit(console())

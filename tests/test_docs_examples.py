@@ -18,6 +18,13 @@ The convention (also stated for writers in docs/index.md, "Every example is test
   NAME: example data for the commands after it.
 - The blocks of one page run in order, in one fresh temporary working directory and one Python
   namespace, so a page can train a small run and then predict, evaluate or load it.
+- A console block's ``test-sizes=--FLAG:N[,--FLAG:N]``
+  (```` ```console test-sizes=--max-steps:6 ````) runs its commands here with ``--FLAG N`` in
+  place of the value the page shows, which stays what a reader types: for a run whose output
+  the page leaves to ``...`` and that no later example reads, so that the smaller run proves
+  what the page says as the full one does. Each flag must be in the block, a command's
+  expected output must not show the value replaced, and a command must not warn at its test
+  sizes (a --warmup longer than the smaller --max-steps) where the page shows no warning.
 - Not run: ``slow`` after the language (```` ```console slow ````) runs only with
   ``ATTNLAB_SLOW_DOCS=1``; ``norun`` never runs (a checkpoint we cannot ship, a GPU cluster).
   The page should say so in its prose. Any other block that looks like a shell or Python example
@@ -171,9 +178,11 @@ def commands(block: Block) -> list[Command]:
 
 
 def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TIMEOUT,
-                forks: Path | None = None) -> None:
+                forks: Path | None = None, sized: bool = False) -> None:
     """Runs ``cmd`` in bash in ``cwd`` and checks its output and exit status; ``forks``: the
-    directory of the fork server's ``attnlab`` (put first on PATH), or None for the real one."""
+    directory of the fork server's ``attnlab`` (put first on PATH), or None for the real one.
+    ``sized``: the command runs at its block's test sizes, which must not make it warn (a
+    --warmup longer than the smaller --max-steps) where the page shows no warning."""
     expected = list(cmd.expected)
     while expected and not expected[-1].strip():
         expected.pop()
@@ -194,6 +203,55 @@ def run_command(cmd: Command, cwd: Path, where: str, timeout: float = COMMAND_TI
         f"--- stdout\n{done.stdout}--- stderr\n{done.stderr[-3000:]}")
     assert matches("\n".join(expected), printed), (
         f"{where}: `{cmd.text}` printed\n{printed}\n--- the page says\n" + "\n".join(expected))
+    warned = [line for line in done.stderr.splitlines()
+              if line.startswith("warning:") and line not in expected]
+    assert not (sized and warned), (
+        f"{where}: at its test sizes `{cmd.text}` warns, which the page does not show: "
+        f"{warned[0] if warned else ''}")
+
+
+def declared_sizes(block: Block) -> dict[str, str]:
+    """``{--FLAG: N}`` of the block's ``test-sizes=`` (empty without it)."""
+    if "test-sizes" not in block.attrs:
+        return {}
+    parts = block.attrs["test-sizes"].split(",")
+    sizes = dict(part.split(":", 1) for part in parts if ":" in part)
+    if len(sizes) != len(parts) or not all(
+            flag.startswith("--") for flag in sizes):
+        raise AssertionError(f"{block.where}: test-sizes={block.attrs['test-sizes']}: give "
+                             f"--FLAG:N[,--FLAG:N]")
+    return sizes
+
+
+def _flag_value(flag: str) -> re.Pattern:
+    return re.compile(rf"(?<=\s){re.escape(flag)}(\s+|=)([^\s\\]+)")
+
+
+def at_test_sizes(block: Block, cmd: Command) -> Command:
+    """``cmd`` with the values of the block's ``test-sizes`` flags replaced."""
+    text = cmd.text
+    for flag, value in declared_sizes(block).items():
+        text = _flag_value(flag).sub(lambda m: f"{flag}{m[1]}{value}", text)
+    return Command(cmd.line, text, cmd.expected)
+
+
+def size_problems(block: Block) -> list[str]:
+    """A ``test-sizes`` flag the block never sets, or whose value its output shows."""
+    try:
+        sizes = declared_sizes(block)
+    except AssertionError as e:
+        return [str(e)]
+    problems = []
+    for flag in sizes:
+        found = [(cmd, m[2]) for cmd in commands(block)
+                 for m in _flag_value(flag).finditer(cmd.text)]
+        if not found:
+            problems.append(f"{block.where}: test-sizes names {flag}, which no command sets")
+        for cmd, shown in found:
+            if re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w.])", "\n".join(cmd.expected)):
+                problems.append(f"{block.where}: the output of `{cmd.text.splitlines()[0]}` shows "
+                                f"{shown}, the {flag} its test size replaces")
+    return problems
 
 
 def run_python(block: Block, scope: dict) -> None:
@@ -238,8 +296,10 @@ def test_page_examples_print_what_the_page_says(page, tmp_path, monkeypatch, req
             run_python(block, scope)
         elif block.lang == "console":
             for cmd in commands(block):
-                run_command(cmd, tmp_path, f"{page.relative_to(ROOT)}:{cmd.line}",
-                            SLOW_TIMEOUT if "slow" in block.flags else COMMAND_TIMEOUT, bin_dir)
+                sized = at_test_sizes(block, cmd)
+                run_command(sized, tmp_path, f"{page.relative_to(ROOT)}:{cmd.line}",
+                            SLOW_TIMEOUT if "slow" in block.flags else COMMAND_TIMEOUT, bin_dir,
+                            sized=sized.text != cmd.text)
 
 
 @pytest.mark.slow
@@ -331,6 +391,8 @@ def unmarked_examples(page: Path) -> list[str]:
             problems.append(f"{b.where}: a ```console block without a `$ ` command")
         elif (b.flags - {"slow", "norun"}) and b.lang in ("console", "python"):
             problems.append(f"{b.where}: unknown flag(s) {sorted(b.flags - {'slow', 'norun'})}")
+        if b.lang == "console":
+            problems += size_problems(b)
     return problems
 
 
@@ -403,3 +465,36 @@ def test_every_python_block_with_output_on_the_core_pages_is_found():
                  "positional_encoding.md", "schedules.md"]:
         blocks = [b for b in parse(ROOT / "docs" / name) if b.lang == "python"]
         assert blocks and all(b.output is not None for b in blocks), name
+
+
+def test_a_command_that_warns_at_its_test_sizes_fails_where_the_page_shows_no_warning(
+        tmp_path):
+    """A --warmup longer than a block's smaller --max-steps warns and learns nothing, hidden
+    behind the page's ``...``: the sized command fails; the same warning at full size, or one
+    the page shows, does not."""
+    warns = Command(3, "echo 'warning: --warmup 10 is longer' >&2", ["..."])
+    with pytest.raises(AssertionError, match=r"page.md:3: at its test sizes .* warns, which the "
+                                             r"page does not show: warning: --warmup 10"):
+        run_command(warns, tmp_path, "page.md:3", sized=True)
+    run_command(warns, tmp_path, "page.md:3")
+    shown = Command(3, warns.text + "; exit 2", ["warning: --warmup 10 is longer", "[2]"])
+    run_command(shown, tmp_path, "page.md:3", sized=True)
+
+
+def test_a_console_blocks_test_sizes_replace_the_values_it_shows_and_nothing_else(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```console test-sizes=--max-steps:6\n"
+                    "$ attnlab train reverse --max-steps 600 \\\n    --out runs/r\n...\n"
+                    "$ attnlab train reverse --max-steps=600 --warmup 600\n...\n```\n\n"
+                    "```console test-sizes=--max-steps:6,--lr:1\n"
+                    "$ attnlab train reverse --max-steps 600\n  steps  600\n```\n\n"
+                    "```console test-sizes=max-steps\n$ attnlab plot pe\n```\n")
+    first, second, third = parse(page)
+    assert [at_test_sizes(first, c).text for c in commands(first)] == [
+        "attnlab train reverse --max-steps 6 \\\n    --out runs/r",
+        "attnlab train reverse --max-steps=6 --warmup 600"]
+    assert unmarked_examples(page) == [
+        f"{page.name}:9: the output of `attnlab train reverse --max-steps 600` shows 600, the "
+        f"--max-steps its test size replaces",
+        f"{page.name}:9: test-sizes names --lr, which no command sets",
+        f"{page.name}:14: test-sizes=max-steps: give --FLAG:N[,--FLAG:N]"]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from .explorer.conftest import browser  # noqa: F401  (headless Chromium)
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
@@ -162,7 +161,7 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     assert "blocks.py" not in done.stderr  # the link to the code is not the broken one
 
 
-def test_fences_stretch_around_fractions_and_sums_centre_their_limits(site, browser):
+def test_fences_stretch_around_fractions_and_sums_centre_their_limits(site, fresh_browser):
     """Chromium once drew softmax's parentheses small around the tall fraction (MathML's
     stretchy fences need an OpenType math font, which the site's stylesheet now names) and
     Σ's limits off-centre in notebook 06."""
@@ -176,6 +175,7 @@ def test_fences_stretch_around_fractions_and_sums_centre_their_limits(site, brow
           .filter((u) => u.firstElementChild.textContent === '∑')
           .map((u) => [...u.children].map(centre));
         return {fences, sums};"""
+    browser = fresh_browser
     for page, fences, sums in (("attention.html", 1, 0), ("examples/06_history.html", 0, 1)):
         browser.get((site / page).as_uri())
         got = browser.execute_script(measure)
@@ -223,7 +223,7 @@ def test_search_lists_a_formula_in_a_heading_as_text(site):
     assert [t for t in titles if "$" in t or "\\" in t] == []
 
 
-def test_a_formula_wider_than_a_phone_scrolls_by_itself(site, browser):
+def test_a_formula_wider_than_a_phone_scrolls_by_itself(site, fresh_browser):
     """On a 390 px phone, MultiHead's and RoPE's formulas made the whole page scroll sideways
     (multihead.html was 788 px wide) and cut the formula at the screen's edge; at 1280 px
     MultiHead's ran past the text column, and at 1920 px SwiGLU's. Each now fits a desktop
@@ -247,17 +247,14 @@ def test_a_formula_wider_than_a_phone_scrolls_by_itself(site, browser):
                 }).filter(([drawn, room]) => drawn > room)};"""
     pages = ("multihead.html", "llama_family.html", "positional_encoding.html", "blocks.html",
              "schedules.html")
-    try:
-        for width in (390, 1280, 1920):
-            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-                "width": width, "height": 800, "deviceScaleFactor": 1, "mobile": width < 500})
-            for page in pages:
-                browser.get((site / page).as_uri())
-                got = browser.execute_script(measure)
-                assert got["formulas"] and got["page"] <= got["view"], (width, page, got)
-                assert got["cut"] == 0, (width, page, got)
-                if width > 500:  # a reader sees each whole
-                    assert got["scrolled"] == [], (width, page, got["scrolled"])
-    finally:  # the session's browser back at its size for the other tests
+    browser = fresh_browser  # reset to 1280 px by the fixture, whatever a test before left
+    for width in (390, 1280, 1920):
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+            "width": width, "height": 800, "deviceScaleFactor": 1, "mobile": width < 500})
+        for page in pages:
+            browser.get((site / page).as_uri())
+            got = browser.execute_script(measure)
+            assert got["formulas"] and got["page"] <= got["view"], (width, page, got)
+            assert got["cut"] == 0, (width, page, got)
+            if width > 500:  # a reader sees each whole
+                assert got["scrolled"] == [], (width, page, got["scrolled"])

@@ -9,7 +9,6 @@ from selenium.webdriver.common.keys import Keys
 
 from attnlab.explorer import Layer, attention_data
 
-from .explorer.conftest import browser, page  # noqa: F401  (the headless Chromium)
 
 pytestmark = pytest.mark.slow  # a browser
 

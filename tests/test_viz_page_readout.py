@@ -7,7 +7,6 @@ from selenium.webdriver.common.by import By
 
 from attnlab.explorer import Layer, attention_data, render_html
 
-from .explorer.conftest import browser, page  # noqa: F401  (the headless Chromium)
 
 pytestmark = pytest.mark.slow  # a browser
 

@@ -8,7 +8,6 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from attnlab.explorer import Layer, attention_data
-from tests.explorer.conftest import browser, page  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow  # a browser
 

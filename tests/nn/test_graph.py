@@ -4,6 +4,11 @@ edge_index and adjacency forms agree; and a Transformer encoder block masked by 
 is attention over the graph.
 
 Tolerance: float32, atol 1e-5 (the two sum the same terms in different orders)."""
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -21,6 +26,21 @@ def random_graph(N=9, E=20, seed=0, loops=()):
     edges = torch.unique(edges, dim=1)      # no repeated edge (PyG would count it twice)
     edges = torch.cat([edges, torch.tensor([list(loops)] * 2, dtype=torch.long)], 1)
     return torch.randn(N, 5, generator=g), edges
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pyg_modules_dir(tmp_path_factory):
+    """Where PyG writes the module it generates for GATConv: its first GATConv in a process
+    renders a jinja template to ``tempfile.gettempdir()/gat_conv_*.py`` (no setting moves
+    it) and never removes it; under the session's temporary directory, not /tmp. One folder
+    for the session, whichever set-up of this module it is: PyG generates the module once a
+    process, so a second set-up (the module's tests split by others) finds it where the first
+    put it."""
+    where = tmp_path_factory.getbasetemp() / "pyg"
+    where.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(where))
+        yield where
 
 
 def copied(gat: GraphAttention, concat: bool, self_loops: bool):
@@ -137,3 +157,30 @@ def test_a_transformer_block_masked_by_the_adjacency_attends_over_the_graph():
     torch.testing.assert_close(block(moved[None], mask)[0, i], out[0, i])
     complete = torch.ones(9, 9, dtype=torch.bool)
     torch.testing.assert_close(block(x[None]), block(x[None], complete))
+
+
+@pytest.mark.slow
+def test_pyg_writes_its_generated_gatconv_module_under_the_sessions_temporary_directory(
+        pyg_modules_dir):
+    from torch_geometric.nn import GATConv
+
+    conv = GATConv(5, 4, heads=3)
+    generated = sys.modules[conv.propagate.__module__].__file__
+    assert Path(generated).parent == pyg_modules_dir, generated
+
+
+@pytest.mark.slow
+def test_the_generated_module_is_found_when_this_modules_tests_are_split(tmp_path):
+    """A session that runs one comparison, then another module's test, then the check above
+    (explicit test ids; --dist worksteal) sets this module up twice: the check passes, the
+    generated module being in the folder both set-ups use."""
+    here = Path(__file__)
+    ids = [f"{here}::test_equals_pyg_gatconv_with_copied_weights[loops0-True-True]",
+           f"{here.parents[1]}/test_imports.py::test_the_cycle_finder_finds_a_planted_cycle",
+           f"{here}::test_pyg_writes_its_generated_gatconv_module_under_the_sessions_temporary"
+           "_directory"]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--basetemp", str(tmp_path / "base"), *ids], capture_output=True,
+                          text=True, cwd=here.parents[2], timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "3 passed" in done.stdout, done.stdout[-3000:]

@@ -7,10 +7,14 @@ import random
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
 from attnlab.cli import main
+
+# The environment's console script, the `attnlab` a user runs (Lightning relaunches it for rank 1)
+ATTNLAB = Path(sys.executable).with_name("attnlab")
 
 TINY_REVERSE = ["--max-steps", "30", "--train-size", "256", "--val-size", "32", "--test-size",
                 "64", "--model-dim", "16", "--num-heads", "1", "--batch-size", "32",
@@ -77,10 +81,12 @@ def tiny_args(task, data, *extra):
 
 
 def _ddp_command(task, out, *args):
-    """The command and environment of ``attnlab train TASK`` with two DDP processes on CPU."""
+    """The command and environment of ``attnlab train TASK`` with two DDP processes on CPU: the
+    environment's ``attnlab`` console script, as a user runs it, so that Lightning starts the
+    second process as it does a user's (``python ATTNLAB ...``, not ``python -m attnlab``)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("ATTNLAB_RUN_DIR", None)
-    return ([sys.executable, "-m", "attnlab", "train", task, "--out", str(out), "--devices", "2",
+    return ([str(ATTNLAB), "train", task, "--out", str(out), "--devices", "2",
              "--strategy", "ddp", "--accelerator", "cpu", *args], env)
 
 
@@ -98,17 +104,18 @@ def _fork_server(request):
 
 
 def train_ddp(task, out, *args):
-    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in a real process: the
-    first started by the worker's fork server (tests/forkserver.py), so that of the two
-    processes' imports (most of such a run's time) only the second one's is paid; each process
-    still runs the command as a fresh ``attnlab`` would, Lightning starting the second with
-    ``python attnlab ...``. Signals are for ``start_ddp``'s run, a process of its own."""
+    """``attnlab train TASK`` with two DDP processes on CPU (gloo), in real processes forked
+    from the worker's fork server (tests/forkserver.py), so that neither pays for the imports
+    (most of such a run's time); each process still runs the command as a fresh ``attnlab``
+    would, Lightning starting the second with ``python ATTNLAB ...`` (the server's shim). A cold
+    start of both, Lightning relaunching the console script as it does a user's, is
+    ``start_ddp``'s, which signals the ranks of a run of its own."""
     command, env = _through_the_fork_server(*_ddp_command(task, out, *args))
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
 def _through_the_fork_server(command, env, where=None):
-    """``python -m attnlab ...`` as the fork server's ``attnlab`` (``where``: the ``forks``
+    """``attnlab ...`` as the fork server's ``attnlab`` (``where``: the ``forks``
     fixture's directory, for a fixture to pass; else the running test's); left as it is when the
     server is gone (killed, crashed: a warning names its log), so that one lost server does not
     fail every DDP test after it."""
@@ -120,15 +127,18 @@ def _through_the_fork_server(command, env, where=None):
         where = _forks()
     if not forkserver.serving(where):
         warnings.warn(f"the fork server has stopped (its log: {os.path.join(where, 'server.log')})"
-                      "; DDP runs start as `python -m attnlab`")
+                      "; DDP runs start as the plain `attnlab`")
         return command, env
     env = dict(env, PATH=os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")]))
-    return [os.path.join(where, "attnlab"), *command[3:]], env  # not `python -m attnlab`
+    return [os.path.join(where, "attnlab"), *command[1:]], env  # not the console script
 
 
 def start_ddp(spawn, task, out, *args):
-    """``train_ddp`` started by the ``spawn`` fixture, not waited for: in a session of its own,
-    so that the test's end kills both ranks whatever happened; its stderr a pipe of text."""
+    """``attnlab train TASK`` with two DDP processes, started by the ``spawn`` fixture, not
+    waited for: in a session of its own, so that the test's end kills both ranks whatever
+    happened; its stderr a pipe of text. Both processes start cold, as a user's do: the console
+    script, then Lightning's ``python ATTNLAB ...`` for the second (the DDP path DESIGN.md
+    says is tested here)."""
     command, env = _ddp_command(task, out, *args)
     return spawn(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                  start_new_session=True)
