@@ -115,9 +115,9 @@ def train_ddp(task, out, *args):
 
 
 def _through_the_fork_server(command, env, where=None):
-    """``attnlab ...`` as the fork server's ``attnlab`` (``where``: the ``forks``
-    fixture's directory, for a fixture to pass; else the running test's); left as it is when the
-    server is gone (killed, crashed: a warning names its log), so that one lost server does not
+    """``attnlab ...`` (the console script, or ``python -m attnlab``) as the fork server's
+    ``attnlab`` (``where``: the ``forks`` fixture's directory, for a fixture to pass; else the
+    running test's); left as it is when the server is gone (killed, crashed: a warning names its log), so that one lost server does not
     fail every DDP test after it."""
     from .. import forkserver
 
@@ -130,7 +130,9 @@ def _through_the_fork_server(command, env, where=None):
                       "; DDP runs start as the plain `attnlab`")
         return command, env
     env = dict(env, PATH=os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")]))
-    return [os.path.join(where, "attnlab"), *command[1:]], env  # not the console script
+    # the arguments after the console script, or after `python -m attnlab`
+    args = command[3:] if list(command[1:3]) == ["-m", "attnlab"] else command[1:]
+    return [os.path.join(where, "attnlab"), *args], env
 
 
 def start_ddp(spawn, task, out, *args):
